@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: install deps, build, run the default CTest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+cd "${BUILD_DIR:-build}"
+ctest --output-on-failure -j "$(nproc)" -LE "soak|fault|sanitize|fuzz|matrix" "$@"

@@ -1,0 +1,42 @@
+#pragma once
+// ============================================================================
+// Forward pass of a Llama-family transformer over a KV cache.
+// Every op follows docs/numerics.md, so the logits at position t are the same
+// bits whether t is computed in a prefill, alone, in chunks, with any thread
+// count, or next to other sequences in a batch.
+//                                     [owner: forward work; contract below]
+// ============================================================================
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/kv_cache.h"
+#include "reference/model.h"
+
+namespace oracle {
+
+// Optional observer of named intermediate tensors ("blk.3.attn_norm",
+// "blk.3.q", ..., "logits") at each position, for `oracle diff`.
+struct Trace {
+  std::function<void(const std::string& name, int pos, std::span<const float> values)> emit;
+};
+
+struct ForwardOptions {
+  int threads = 1;          // splits work over rows/heads only: changes no bit
+  bool all_logits = false;  // logits for every position instead of only the last
+  Trace* trace = nullptr;
+};
+
+// Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,
+// appending their K/V. Returns logits: (n or 1, vocab_size) row-major.
+std::vector<float> forward(const Model& model, KvCache& kv, int seq, std::span<const int> tokens,
+                           const ForwardOptions& options = {});
+
+// One decode step for many sequences at once (continuous batching): entry i
+// appends tokens[i] to sequence seqs[i]. Returns (n_seqs, vocab_size) logits,
+// each row bit-identical to decoding that sequence alone.
+std::vector<float> forward_batch(const Model& model, KvCache& kv, std::span<const int> seqs,
+                                 std::span<const int> tokens, const ForwardOptions& options = {});
+
+}  // namespace oracle

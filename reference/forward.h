@@ -13,6 +13,7 @@
 
 #include "reference/kv_cache.h"
 #include "reference/model.h"
+#include "reference/thread_pool.h"
 
 namespace oracle {
 
@@ -26,6 +27,9 @@ struct ForwardOptions {
   int threads = 1;          // splits work over rows/heads only: changes no bit
   bool all_logits = false;  // logits for every position instead of only the last
   Trace* trace = nullptr;
+  // Persistent pool owned by the caller (e.g. a serving context); when null and
+  // threads > 1, forward() makes a pool of `threads` threads for the call.
+  ThreadPool* pool = nullptr;
 };
 
 // Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,

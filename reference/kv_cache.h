@@ -8,6 +8,7 @@
 // ============================================================================
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "reference/model.h"
@@ -29,6 +30,9 @@ struct KvMemoryReport {
   int blocks_total = 0, blocks_used = 0, blocks_free = 0;
   double internal_fragmentation = 0.0;  // unused slots in used blocks / slots in used blocks
   int prefix_hits = 0;                  // blocks reused from the prefix cache
+  int blocks_cached = 0;      // free blocks still holding a cached prefix (evictable)
+  uint64_t tokens_logical = 0;  // sum of all sequence lengths
+  uint64_t tokens_stored = 0;   // K/V rows physically stored (shared blocks once)
 };
 
 class KvCache {
@@ -49,6 +53,13 @@ class KvCache {
   float* value_mut(int seq, int layer, int pos);    // (n_kv_heads * head_dim)
   const float* key(int seq, int layer, int pos) const;
   const float* value(int seq, int layer, int pos) const;
+  // Prefix caching (paged, prefix_cache on; `seq` must be empty): shares the
+  // cached full blocks whose token ids equal a prefix of `tokens`, appending
+  // those tokens to `seq` without recomputing K/V. At most tokens.size() - 1
+  // tokens are reused so the caller always runs >= 1 token. Returns how many
+  // tokens were attached (a multiple of block_size; 0 when contiguous).
+  int attach_prefix(int seq, std::span<const int> tokens);
+  std::span<const int> tokens(int seq) const;  // token ids stored for `seq`
   KvMemoryReport memory_report() const;
   const KvCacheOptions& options() const;
 

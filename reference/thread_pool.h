@@ -1,0 +1,47 @@
+#pragma once
+// ============================================================================
+// A small fixed-size thread pool. parallel_for hands each thread one fixed,
+// contiguous range of independent outputs (rows, heads): which thread computes
+// an output never changes how it is computed, so the thread count changes no
+// bit (docs/numerics.md, "Threading"). No global pool: the owner (a caller's
+// context object, or forward() for one call) creates and destroys it.
+// ============================================================================
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace oracle {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // n_threads >= 1 (1: everything runs inline)
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // Calls fn(begin, end) on disjoint ranges covering [0, n): thread t gets
+  // [n*t/T, n*(t+1)/T). Returns when all ranges are done; rethrows the first
+  // exception (lowest thread index) a range threw.
+  void parallel_for(int n, const std::function<void(int begin, int end)>& fn);
+
+ private:
+  void worker(int index);
+  void run_range(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;              // (n_threads - 1)
+  std::vector<std::exception_ptr> errors_;        // (n_threads)
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  int job_n_ = 0;
+  long generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace oracle

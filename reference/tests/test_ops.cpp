@@ -1,0 +1,269 @@
+// Ops: every kernel path gives the canonical bits of docs/numerics.md; the
+// thread pool covers its range exactly; ops agree with float64 math to within
+// float32 rounding (an independent check of the formulas themselves).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "bit_compare.h"
+#include "reference/numerics.h"
+#include "reference/ops.h"
+#include "reference/thread_pool.h"
+
+using namespace oracle;
+using oracle::test::first_bit_mismatch;
+
+namespace {
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// out (n_tok, n_out) straight from the spec: dot_canonical per output.
+std::vector<float> matmul_spec(const std::vector<float>& x, const std::vector<float>& w, int n_tok,
+                               int k, int n_out) {
+  std::vector<float> out((size_t)n_tok * n_out);
+  for (int t = 0; t < n_tok; t++)
+    for (int i = 0; i < n_out; i++) out[(size_t)t * n_out + i] = num::dot_canonical(&w[(size_t)i * k], &x[(size_t)t * k], k);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("ops::dot equals dot_canonical", "[ops]") {
+  for (int n : {1, 7, 8, 15, 16, 17, 31, 48, 64, 172, 288}) {
+    auto a = random_vec(n, 1 + n), b = random_vec(n, 100 + n);
+    INFO("n = " << n);
+    CHECK(num::f32_bits(ops::dot(a.data(), b.data(), n)) ==
+          num::f32_bits(num::dot_canonical(a.data(), b.data(), n)));
+  }
+}
+
+TEST_CASE("matmul: SIMD and scalar kernels, every tile shape, equal dot_canonical", "[ops]") {
+  INFO("SIMD kernels compiled: " << ops::have_simd_kernels());
+  for (int k : {1, 5, 16, 17, 40, 172, 288})
+    for (int n_tok : {1, 2, 3, 4, 5, 9, 67})
+      for (int n_out : {1, 3, 4, 5, 13}) {
+        auto x = random_vec((size_t)n_tok * k, k * 31 + n_tok), w = random_vec((size_t)n_out * k, k + n_out, 0.3f);
+        auto want = matmul_spec(x, w, n_tok, k, n_out);
+        std::vector<float> simd(want.size()), scalar(want.size()), full(want.size());
+        ops::matmul_rows_simd(simd.data(), x.data(), w.data(), n_tok, k, n_out, 0, n_out);
+        ops::matmul_rows_scalar(scalar.data(), x.data(), w.data(), n_tok, k, n_out, 0, n_out);
+        ops::matmul(full.data(), x.data(), w.data(), n_tok, k, n_out, nullptr);
+        INFO("k=" << k << " n_tok=" << n_tok << " n_out=" << n_out);
+        CHECK(first_bit_mismatch(simd, want) == "");
+        CHECK(first_bit_mismatch(scalar, want) == "");
+        CHECK(first_bit_mismatch(full, want) == "");
+      }
+}
+
+TEST_CASE("matmul: token rows are independent of how many are computed together", "[ops]") {
+  int k = 288, n_out = 37, n_tok = 70;
+  auto x = random_vec((size_t)n_tok * k, 5), w = random_vec((size_t)n_out * k, 6, 0.1f);
+  std::vector<float> all((size_t)n_tok * n_out), one(n_out);
+  ops::matmul(all.data(), x.data(), w.data(), n_tok, k, n_out, nullptr);
+  for (int t = 0; t < n_tok; t++) {
+    ops::matmul(one.data(), &x[(size_t)t * k], w.data(), 1, k, n_out, nullptr);
+    INFO("token " << t);
+    REQUIRE(first_bit_mismatch(one, std::span<const float>(&all[(size_t)t * n_out], n_out)) == "");
+  }
+}
+
+TEST_CASE("matmul: 1, 2 and 3 threads give the same bits", "[ops][threads]") {
+  int k = 172, n_out = 301, n_tok = 11;
+  auto x = random_vec((size_t)n_tok * k, 8), w = random_vec((size_t)n_out * k, 9, 0.1f);
+  std::vector<float> ref((size_t)n_tok * n_out);
+  ops::matmul(ref.data(), x.data(), w.data(), n_tok, k, n_out, nullptr);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> got(ref.size());
+    ops::matmul(got.data(), x.data(), w.data(), n_tok, k, n_out, &pool);
+    INFO("threads " << threads);
+    CHECK(first_bit_mismatch(got, ref) == "");
+  }
+}
+
+TEST_CASE("matmul agrees with float64 to float32 rounding", "[ops]") {
+  int k = 288, n_out = 50;
+  auto x = random_vec(k, 10), w = random_vec((size_t)n_out * k, 11);
+  std::vector<float> out(n_out);
+  ops::matmul(out.data(), x.data(), w.data(), 1, k, n_out, nullptr);
+  for (int i = 0; i < n_out; i++) {
+    double want = 0, mag = 0;
+    for (int j = 0; j < k; j++) {
+      want += (double)w[(size_t)i * k + j] * x[j];
+      mag += std::fabs((double)w[(size_t)i * k + j] * x[j]);
+    }
+    CHECK(std::fabs(out[i] - want) <= mag * 1e-6);
+  }
+}
+
+TEST_CASE("rmsnorm follows the spec and normalises", "[ops]") {
+  int n = 288;
+  auto x = random_vec(n, 12, 3.0f), w = random_vec(n, 13);
+  std::vector<float> out(n);
+  ops::rmsnorm(out.data(), x.data(), w.data(), n, 1e-5f);
+  float ss = num::dot_canonical(x.data(), x.data(), n);
+  float r = num::div_rn(1.0f, num::sqrt_rn(num::add_rn(num::div_rn(ss, (float)n), 1e-5f)));
+  double ss64 = 0;
+  for (float v : x) ss64 += (double)v * v;
+  double r64 = 1.0 / std::sqrt(ss64 / n + 1e-5);
+  for (int k = 0; k < n; k++) {
+    REQUIRE(num::f32_bits(out[k]) == num::f32_bits(num::mul_rn(num::mul_rn(x[k], r), w[k])));
+    CHECK(std::fabs(out[k] - x[k] * r64 * w[k]) <= 1e-6 * std::fabs(x[k] * r64 * w[k]) + 1e-30);
+  }
+}
+
+TEST_CASE("swiglu and residual follow the spec", "[ops]") {
+  int n = 100;
+  auto g = random_vec(n, 14, 8.0f), u = random_vec(n, 15), x = random_vec(n, 16);
+  std::vector<float> h(n), x0 = x;
+  ops::swiglu(h.data(), g.data(), u.data(), n);
+  ops::residual(x.data(), u.data(), n);
+  for (int k = 0; k < n; k++) {
+    CHECK(num::f32_bits(h[k]) == num::f32_bits(num::mul_rn(num::silu_canonical(g[k]), u[k])));
+    double silu = g[k] / (1.0 + std::exp(-(double)g[k]));
+    CHECK(std::fabs(h[k] - silu * u[k]) <= 1e-6 * std::fabs(silu * u[k]) + 1e-30);
+    CHECK(x[k] == x0[k] + u[k]);
+  }
+}
+
+TEST_CASE("RoPE: position 0 is the identity, rotations match float64", "[ops][rope]") {
+  int hd = 48, n_heads = 2, half = hd / 2;
+  std::vector<float> freqs(half), c(half), s(half);
+  ops::rope_freqs(freqs.data(), 10000.0f, hd);
+  ops::rope_row(c.data(), s.data(), freqs.data(), hd, 0);
+  auto v = random_vec(n_heads * hd, 17), v0 = v;
+  ops::rope_apply(v.data(), n_heads, hd, c.data(), s.data());
+  CHECK(first_bit_mismatch(v, v0) == "");
+  for (int pos : {1, 7, 100, 511}) {
+    ops::rope_row(c.data(), s.data(), freqs.data(), hd, pos);
+    v = v0;
+    ops::rope_apply(v.data(), n_heads, hd, c.data(), s.data());
+    for (int i = 0; i < n_heads * half; i++) {
+      double f = std::pow(10000.0, -2.0 * (i % half) / hd), a = (double)(float)((float)pos * (float)f);
+      double x0 = v0[2 * i], x1 = v0[2 * i + 1];
+      CHECK(std::fabs(v[2 * i] - (x0 * std::cos(a) - x1 * std::sin(a))) < 1e-5);
+      CHECK(std::fabs(v[2 * i + 1] - (x0 * std::sin(a) + x1 * std::cos(a))) < 1e-5);
+    }
+  }
+}
+
+// ---- attention ---------------------------------------------------------------------
+namespace {
+struct AttnCase {
+  int hd, n_pos, kv_dim, offset;
+  std::vector<float> q, k, v;       // (hd), (n_pos, kv_dim), (n_pos, kv_dim)
+  std::vector<const float*> ptrs;   // (2 * n_pos)
+  ops::KvRows rows() {
+    ptrs.clear();
+    for (int j = 0; j < n_pos; j++) ptrs.push_back(&k[(size_t)j * kv_dim]);
+    for (int j = 0; j < n_pos; j++) ptrs.push_back(&v[(size_t)j * kv_dim]);
+    return {ptrs.data(), ptrs.data() + n_pos, offset};
+  }
+};
+AttnCase make_case(int hd, int n_pos, uint32_t seed, float scale) {
+  AttnCase a{hd, n_pos, 2 * hd, hd, random_vec(hd, seed, scale), random_vec((size_t)n_pos * 2 * hd, seed + 1, scale),
+             random_vec((size_t)n_pos * 2 * hd, seed + 2), {}};
+  return a;
+}
+}  // namespace
+
+TEST_CASE("attention matches a float64 softmax", "[ops][attention]") {
+  for (int n_pos : {1, 5, 32, 33, 64, 100, 257}) {
+    auto a = make_case(48, n_pos, 20 + n_pos, 2.0f);
+    std::vector<float> out(48), scratch(48);
+    ops::attention(out.data(), a.q.data(), a.rows(), n_pos, 48, scratch.data());
+    std::vector<double> sc(n_pos);
+    double m = -1e300, sum = 0;
+    for (int j = 0; j < n_pos; j++) {
+      double d = 0;
+      for (int i = 0; i < 48; i++) d += (double)a.q[i] * a.k[(size_t)j * 96 + 48 + i];
+      sc[j] = d / std::sqrt(48.0);
+      m = std::max(m, sc[j]);
+    }
+    for (auto& s : sc) sum += (s = std::exp(s - m));
+    for (int d = 0; d < 48; d++) {
+      double want = 0;
+      for (int j = 0; j < n_pos; j++) want += sc[j] / sum * a.v[(size_t)j * 96 + 48 + d];
+      INFO("n_pos " << n_pos << " d " << d);
+      CHECK(std::fabs(out[d] - want) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("attention merges chunks of 32 in the spec's order", "[ops][attention]") {
+  // Independent transcription of docs/numerics.md: partials per chunk, then merge.
+  int hd = 8, n_pos = 75;
+  auto a = make_case(hd, n_pos, 40, 3.0f);
+  auto rows = a.rows();
+  std::vector<float> out(hd), scratch(hd);
+  ops::attention(out.data(), a.q.data(), rows, n_pos, hd, scratch.data());
+  float M = 0, Ls = 0;
+  std::vector<float> O(hd), oc(hd);
+  for (int c = 0; c * 32 < n_pos; c++) {
+    float mc, sc;
+    ops::attention_chunk(a.q.data(), rows, c * 32, std::min(n_pos, c * 32 + 32), hd, &mc, &sc, oc.data());
+    if (c == 0) { M = mc; Ls = sc; O = oc; continue; }
+    float Mn = mc > M ? mc : M, x = num::exp_canonical(M - Mn), y = num::exp_canonical(mc - Mn);
+    Ls = Ls * x + sc * y;
+    for (int d = 0; d < hd; d++) O[d] = O[d] * x + oc[d] * y;
+    M = Mn;
+  }
+  for (int d = 0; d < hd; d++) O[d] = O[d] / Ls;
+  CHECK(first_bit_mismatch(out, O) == "");
+}
+
+TEST_CASE("attention chunk partials are sequential sums of exp(score - max)", "[ops][attention]") {
+  int hd = 16, n_pos = 20;
+  auto a = make_case(hd, n_pos, 50, 2.0f);
+  float m, s;
+  std::vector<float> o(hd);
+  ops::attention_chunk(a.q.data(), a.rows(), 3, 20, hd, &m, &s, o.data());
+  std::vector<float> score;
+  float mx = -INFINITY;
+  for (int j = 3; j < 20; j++) {
+    score.push_back(num::dot_canonical(a.q.data(), &a.k[(size_t)j * 32 + 16], hd) / num::sqrt_rn(16.0f));
+    mx = std::max(mx, score.back());
+  }
+  float sum = 0;
+  std::vector<float> oo(hd, 0.0f);
+  for (int j = 3; j < 20; j++) {
+    float e = num::exp_canonical(score[j - 3] - mx);
+    sum += e;
+    for (int d = 0; d < hd; d++) oo[d] += e * a.v[(size_t)j * 32 + 16 + d];
+  }
+  CHECK(num::f32_bits(m) == num::f32_bits(mx));
+  CHECK(num::f32_bits(s) == num::f32_bits(sum));
+  CHECK(first_bit_mismatch(o, oo) == "");
+}
+
+// ---- thread pool ---------------------------------------------------------------------
+TEST_CASE("ThreadPool covers [0, n) exactly once with fixed ranges", "[threads]") {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    for (int n : {0, 1, 3, 100}) {
+      std::vector<int> hits(n, 0);
+      pool.parallel_for(n, [&](int b, int e) {
+        for (int i = b; i < e; i++) hits[i]++;
+      });
+      for (int i = 0; i < n; i++) REQUIRE(hits[i] == 1);
+    }
+  }
+}
+
+TEST_CASE("ThreadPool rethrows a worker's exception", "[threads]") {
+  ThreadPool pool(2);
+  CHECK_THROWS_AS(pool.parallel_for(10, [](int b, int) {
+                    if (b > 0) throw std::runtime_error("boom");
+                  }),
+                  std::runtime_error);
+  int count = 0;  // still usable afterwards
+  pool.parallel_for(1, [&](int, int) { count++; });
+  CHECK(count == 1);
+}

@@ -1,0 +1,22 @@
+#pragma once
+// ============================================================================
+// Greedy argmax per row (deterministic, version 1).
+//
+// Formula:   out[r] = argmax_lowest(x[r, :], n): the lowest index among the
+//            entries equal to the row maximum; NaN never wins; -1 when the row
+//            has no non-NaN entry (or n == 0).
+// Shapes:    x (R, n); out (R) int.
+// Thread mapping: 16 consecutive threads per row, 128 threads per block.
+// Reduction order: lane l scans k ≡ l (mod 16) upward keeping (value, index)
+//            with `x == x && (best < 0 || x > m)`; lanes combine by a halving
+//            tree with the tie rule "larger value wins, equal values keep the
+//            lower index". Any order gives the same answer under this rule.
+// Matches:   reference/numerics.h argmax_lowest (ops_spec.md "Greedy").
+// ============================================================================
+#include "kernels/launch.h"
+
+namespace oracle::kernels {
+
+void argmax_rows(const float* x, int* out, int n, int R, cudaStream_t stream = nullptr);
+
+}  // namespace oracle::kernels

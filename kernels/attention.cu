@@ -1,0 +1,121 @@
+// Attention over a paged KV cache, deterministic version 1 — see kernels/attention.cuh.
+#include "kernels/attention.cuh"
+
+#include "reference/numerics.h"
+
+namespace oracle::kernels {
+namespace {
+
+constexpr int kThreads = 128;
+
+__device__ __forceinline__ long long kv_row(const PagedKvLayer& kv, int seq, int j) {
+  const int block = kv.block_table[(long long)seq * kv.max_blocks_per_seq + j / kv.block_size];
+  return ((long long)block * kv.block_size + j % kv.block_size) * kv.kv_dim;
+}
+
+__global__ void kv_store_kernel(PagedKvLayer kv, const float* k, const float* v, const int* seq,
+                                const int* pos, int T) {
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)T * kv.kv_dim) return;
+  const long long t = idx / kv.kv_dim;
+  const int e = (int)(idx % kv.kv_dim);
+  const long long row = kv_row(kv, seq[t], pos[t]);
+  kv.k_pool[row + e] = k[idx];
+  kv.v_pool[row + e] = v[idx];
+}
+
+// One thread per (query t, head h, chunk c): the chunk's m_c, s_c and o_c.
+__global__ void attention_partial_kernel(const float* q, PagedKvLayer kv, const int* seq, const int* pos,
+                                         int T, int n_chunks, AttentionShape s, float* ml, float* o) {
+  using namespace oracle::num;
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)T * s.n_heads * n_chunks) return;
+  const int c = (int)(idx % n_chunks);
+  const int h = (int)(idx / n_chunks % s.n_heads);
+  const long long t = idx / n_chunks / s.n_heads;
+  const int p = pos[t];
+  const int j0 = c * kAttnChunk;
+  if (j0 > p) return;  // chunk past the causal limit: never read by the merge
+  const int j1 = j0 + kAttnChunk <= p + 1 ? j0 + kAttnChunk : p + 1;
+  const int hd = s.head_dim;
+  const int g = h / (s.n_heads / s.n_kv_heads);
+  const float* qh = q + (t * s.n_heads + h) * hd;
+  const float scale = sqrt_rn((float)hd);
+  float score[kAttnChunk];
+  float m = -inf_f32();
+  for (int j = j0; j < j1; j++) {
+    const float* kj = kv.k_pool + kv_row(kv, seq[t], j) + g * hd;
+    score[j - j0] = div_rn(dot_canonical(qh, kj, hd), scale);
+    if (score[j - j0] > m) m = score[j - j0];
+  }
+  float* oc = o + idx * hd;
+  for (int d = 0; d < hd; d++) oc[d] = 0.0f;
+  float sum = 0.0f;
+  for (int j = j0; j < j1; j++) {
+    const float e = exp_canonical(sub_rn(score[j - j0], m));
+    sum = add_rn(sum, e);
+    const float* vj = kv.v_pool + kv_row(kv, seq[t], j) + g * hd;
+    for (int d = 0; d < hd; d++) oc[d] = add_rn(oc[d], mul_rn(e, vj[d]));
+  }
+  ml[idx * 2] = m;
+  ml[idx * 2 + 1] = sum;
+}
+
+// One thread per (query t, head h, element d): merge the chunks in increasing order.
+__global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, AttentionShape s,
+                                       const float* ml, const float* o, float* out) {
+  using namespace oracle::num;
+  const int hd = s.head_dim;
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)T * s.n_heads * hd) return;
+  const int d = (int)(idx % hd);
+  const long long th = idx / hd;  // t * n_heads + h
+  const int last = pos[th / s.n_heads] / kAttnChunk;
+  const long long base = th * n_chunks;
+  float M = ml[base * 2], L = ml[base * 2 + 1], O = o[base * hd + d];
+  for (int c = 1; c <= last; c++) {
+    const float mc = ml[(base + c) * 2], sc = ml[(base + c) * 2 + 1];
+    const float Mn = mc > M ? mc : M;
+    const float a = exp_canonical(sub_rn(M, Mn));
+    const float b = exp_canonical(sub_rn(mc, Mn));
+    L = add_rn(mul_rn(L, a), mul_rn(sc, b));
+    O = add_rn(mul_rn(O, a), mul_rn(o[(base + c) * hd + d], b));
+    M = Mn;
+  }
+  out[idx] = div_rn(O, L);
+}
+
+LaunchConfig flat_config(long long n, cudaStream_t stream) {
+  LaunchConfig cfg;
+  cfg.grid = dim3(blocks_for(n, kThreads));
+  cfg.block = dim3(kThreads);
+  cfg.stream = stream;
+  return cfg;
+}
+
+}  // namespace
+
+void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int* seq, const int* pos,
+              int T, cudaStream_t stream) {
+  const long long n = (long long)T * kv.kv_dim;
+  if (n > 0) launch(flat_config(n, stream), kv_store_kernel, kv, k, v, seq, pos, T);
+}
+
+void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
+               int max_pos, const AttentionShape& shape, float* workspace, float* out,
+               cudaStream_t stream) {
+  if (T <= 0) return;
+  if (shape.n_kv_heads <= 0 || shape.n_heads % shape.n_kv_heads != 0)
+    throw std::invalid_argument("attention: n_heads must be a multiple of n_kv_heads");
+  const int n_chunks = attention_chunks(max_pos);
+  float* ml = workspace;                                       // (T, n_heads, n_chunks, 2)
+  float* o = workspace + (size_t)T * shape.n_heads * n_chunks * 2;  // (T, n_heads, n_chunks, head_dim)
+  const long long n_partial = (long long)T * shape.n_heads * n_chunks;
+  launch(flat_config(n_partial, stream), attention_partial_kernel, q, kv, seq, pos, T, n_chunks, shape,
+         ml, o);
+  const long long n_out = (long long)T * shape.n_heads * shape.head_dim;
+  launch(flat_config(n_out, stream), attention_merge_kernel, pos, T, n_chunks, shape,
+         (const float*)ml, (const float*)o, out);
+}
+
+}  // namespace oracle::kernels

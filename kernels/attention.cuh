@@ -1,0 +1,74 @@
+#pragma once
+// ============================================================================
+// Attention over a paged KV cache: prefill and decode (deterministic, v1).
+//
+// Formula (ops_spec.md "Attention"), query token t at absolute position
+// p = pos[t] of sequence seq[t], query head h, kv head g = h / (n_heads / n_kv_heads):
+//   score_j = div_rn(dot_canonical(q_h, k_{j,g}, head_dim), sqrt_rn((float)head_dim)),
+//             j = 0..p (causal);
+//   chunks of S = 32 positions aligned to 0: chunk c = [32c, 32c+32) ∩ [0, p];
+//   per chunk, increasing j: m_c = scan max (`if (s > m) m = s` from -inf);
+//     e_j = exp_canonical(sub_rn(score_j, m_c)); s_c = sequential add_rn of e_j;
+//     o_c[d] = sequential add_rn of mul_rn(e_j, v_{j,g}[d]);
+//   merge chunks in increasing c: (M, L, O) = chunk 0; then Mn = max(m_c, M);
+//     a = exp(M - Mn); b = exp(m_c - Mn); L = L*a + s_c*b; O[d] = O[d]*a + o_c[d]*b
+//     (each * and + rounded separately); out[d] = div_rn(O[d], L).
+// Prefill and decode are the same kernels: a prefill passes one query per
+// prompt token (its own pos), a decode batch one query per sequence; the K/V
+// of every query must already be stored (kv_store) before attention runs.
+//
+// Shapes:  q (T, n_heads * head_dim); out (T, n_heads * head_dim);
+//          seq, pos (T); k, v (T, kv_dim) with kv_dim = n_kv_heads * head_dim;
+//          pools (n_pool_blocks, block_size, kv_dim); block_table
+//          (n_seqs, max_blocks_per_seq): position j of sequence s lives in pool
+//          block block_table[s, j / block_size], slot j % block_size.
+//          workspace: attention_workspace_floats(...) floats, laid out as
+//          ml (T, n_heads, n_chunks, 2) then o (T, n_heads, n_chunks, head_dim).
+// Thread mapping: partial kernel — one thread per (query, head, chunk);
+//          merge kernel — one thread per (query, head, d); kv_store — one
+//          thread per (token, element). 128 threads per block.
+// Reduction order: as in the formula; dot_canonical runs sequentially in one
+//          thread (reference/numerics.h, the same function the reference calls).
+// Matches: the reference attention (ops_spec.md "Attention") bit for bit, for
+//          any block size, block table, batch composition or prefill split.
+// ============================================================================
+#include <cstddef>
+
+#include "kernels/launch.h"
+
+namespace oracle::kernels {
+
+constexpr int kAttnChunk = 32;  // S: positions per partial
+
+// Device view of one layer of a paged KV cache.
+struct PagedKvLayer {
+  float* k_pool = nullptr;            // (n_pool_blocks, block_size, kv_dim)
+  float* v_pool = nullptr;            // (n_pool_blocks, block_size, kv_dim)
+  const int* block_table = nullptr;   // (n_seqs, max_blocks_per_seq)
+  int block_size = 16;
+  int max_blocks_per_seq = 0;
+  int kv_dim = 0;                     // n_kv_heads * head_dim
+};
+
+struct AttentionShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+};
+
+// Writes k[t], v[t] into the cache slot of (seq[t], pos[t]).
+void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int* seq, const int* pos,
+              int T, cudaStream_t stream = nullptr);
+
+// Chunks needed when every pos[t] <= max_pos.
+inline int attention_chunks(int max_pos) { return max_pos / kAttnChunk + 1; }
+inline size_t attention_workspace_floats(int T, const AttentionShape& s, int max_pos) {
+  return (size_t)T * s.n_heads * attention_chunks(max_pos) * (2 + s.head_dim);
+}
+
+// max_pos: an upper bound of pos[0..T) known on the host (sizes the chunk grid).
+void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
+               int max_pos, const AttentionShape& shape, float* workspace, float* out,
+               cudaStream_t stream = nullptr);
+
+}  // namespace oracle::kernels

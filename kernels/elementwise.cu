@@ -1,0 +1,39 @@
+// SwiGLU and residual add — see kernels/elementwise.cuh.
+#include "kernels/elementwise.cuh"
+
+#include "reference/numerics.h"
+
+namespace oracle::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void swiglu_kernel(const float* gate, const float* up, float* h, long long n) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) h[k] = oracle::num::mul_rn(oracle::num::silu_canonical(gate[k]), up[k]);
+}
+
+__global__ void residual_kernel(float* x, const float* y, long long n) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) x[k] = oracle::num::add_rn(x[k], y[k]);
+}
+
+LaunchConfig elementwise_config(long long n, cudaStream_t stream) {
+  LaunchConfig cfg;
+  cfg.grid = dim3(blocks_for(n, kThreads));
+  cfg.block = dim3(kThreads);
+  cfg.stream = stream;
+  return cfg;
+}
+
+}  // namespace
+
+void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream) {
+  if (n > 0) launch(elementwise_config(n, stream), swiglu_kernel, gate, up, h, n);
+}
+
+void residual_add(float* x, const float* y, long long n, cudaStream_t stream) {
+  if (n > 0) launch(elementwise_config(n, stream), residual_kernel, x, y, n);
+}
+
+}  // namespace oracle::kernels

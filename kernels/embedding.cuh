@@ -1,0 +1,20 @@
+#pragma once
+// ============================================================================
+// Embedding gather (version 1).
+//
+// Formula:   out[t, :] = table[tokens[t], :] (exact copy). A token outside
+//            [0, vocab) yields a row of NaN (the host validates ids first;
+//            NaN makes a slip visible instead of reading out of bounds).
+// Shapes:    table (vocab, dim); tokens (T); out (T, dim).
+// Thread mapping: one thread per output element, 256 per block.
+// Reduction order: none.
+// Matches:   ops_spec.md "Embedding" (reference embedding lookup).
+// ============================================================================
+#include "kernels/launch.h"
+
+namespace oracle::kernels {
+
+void embedding(const float* table, const int* tokens, float* out, int vocab, int dim, int T,
+               cudaStream_t stream = nullptr);
+
+}  // namespace oracle::kernels

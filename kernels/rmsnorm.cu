@@ -1,0 +1,37 @@
+// RMSNorm, deterministic version 1 — see kernels/rmsnorm.cuh.
+#include "kernels/rmsnorm.cuh"
+
+#include "kernels/lane_group.cuh"
+
+namespace oracle::kernels {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kTokensPerBlock = kThreads / kGroup;
+
+__global__ void rmsnorm_kernel(const float* x, const float* w, float* out, int n, int T, float eps) {
+  using namespace oracle::num;
+  const int lane = threadIdx.x % kGroup;
+  const long long t = (long long)blockIdx.x * kTokensPerBlock + threadIdx.x / kGroup;
+  const bool valid = t < T;  // invalid groups still join the shuffles
+  const float* xt = x + (valid ? t : 0) * n;
+  float ss = group_tree_sum(valid ? lane_dot_partial(xt, xt, n, lane) : 0.0f);
+  if (!valid) return;
+  float ms = div_rn(ss, (float)n);
+  float r = div_rn(1.0f, sqrt_rn(add_rn(ms, eps)));
+  for (int k = lane; k < n; k += kGroup) out[t * n + k] = mul_rn(mul_rn(xt[k], r), w[k]);
+}
+
+}  // namespace
+
+void rmsnorm(const float* x, const float* w, float* out, int n, int T, float eps, cudaStream_t stream) {
+  if (T <= 0) return;
+  LaunchConfig cfg;
+  cfg.grid = dim3(blocks_for(T, kTokensPerBlock));
+  cfg.block = dim3(kThreads);
+  cfg.sync = true;
+  cfg.stream = stream;
+  launch(cfg, rmsnorm_kernel, x, w, out, n, T, eps);
+}
+
+}  // namespace oracle::kernels

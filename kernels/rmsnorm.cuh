@@ -1,0 +1,22 @@
+#pragma once
+// ============================================================================
+// RMSNorm (deterministic, version 1).
+//
+// Formula:   ss = dot_canonical(x, x, n); ms = div_rn(ss, (float)n);
+//            r = div_rn(1.0f, sqrt_rn(add_rn(ms, eps)));
+//            out[k] = mul_rn(mul_rn(x[k], r), w[k]).
+// Shapes:    x (T, n), w (n), out (T, n); out may alias x.
+// Thread mapping: 16 consecutive threads per token (thread = lane k mod 16),
+//            128 threads per block = 8 tokens.
+// Reduction order: canonical 16-lane dot of x with itself (lane_group.cuh),
+//            broadcast from lane 0; every lane then computes the same r.
+// Matches:   ops_spec.md "RMSNorm" (reference rmsnorm) bit for bit.
+// ============================================================================
+#include "kernels/launch.h"
+
+namespace oracle::kernels {
+
+void rmsnorm(const float* x, const float* w, float* out, int n, int T, float eps,
+             cudaStream_t stream = nullptr);
+
+}  // namespace oracle::kernels

@@ -1,0 +1,189 @@
+// The generation loop (generate.h): one request alone, or many decoded together.
+#include "reference/generate.h"
+
+#include <nlohmann/json.hpp>
+
+#include "reference/errors.h"
+#include "reference/forward.h"
+#include "reference/kv_cache.h"
+#include "reference/sha256.h"
+#include "reference/stop.h"
+
+namespace oracle {
+
+namespace {
+
+// SHA-256 of the logits' bytes, little-endian float32 (the host order here).
+std::string logits_sha256(std::span<const float> logits) {
+  return sha256_hex(logits.data(), logits.size() * sizeof(float));
+}
+
+StopConditions stop_conditions(const Model& model, const Tokenizer& tok, const GenerateOptions& o) {
+  StopConditions c;
+  c.stop_on_eos = o.stop_on_eos;
+  c.stop_token_ids = o.stop_token_ids;
+  if (model.config.stop_on_bos) c.stop_token_ids.push_back(tok.bos_id());
+  c.stop_strings = o.stop_strings;
+  c.max_tokens = o.max_tokens;
+  return c;
+}
+
+// Validates the options and encodes the prompt (BOS first when add_bos).
+std::vector<int> encode_prompt(const Model& model, const Tokenizer& tok, const std::string& prompt,
+                               const GenerateOptions& o) {
+  require_input(o.max_tokens >= 1, "options", "max_tokens", "must be >= 1");
+  validate(o.sampler, model.config.vocab_size);
+  std::vector<int> ids = tok.encode(prompt, o.add_bos);
+  require_input(!ids.empty(), "<text>", "prompt", "empty prompt and no BOS");
+  require_input((int)ids.size() < model.config.seq_len, "<text>", "prompt",
+                "prompt of " + std::to_string(ids.size()) + " tokens does not fit the context length " +
+                    std::to_string(model.config.seq_len));
+  return ids;
+}
+
+// ---- one request's state: sampler chain, history, text stream, result --------
+class Request {
+ public:
+  Request(const Model& model, const Tokenizer& tok, const std::string& prompt, const GenerateOptions& o)
+      : options_(o), seq_len_(model.config.seq_len), history_(encode_prompt(model, tok, prompt, o)),
+        chain_(build_chain(o.sampler)),
+        stream_(tok, stop_conditions(model, tok, o), history_.back()) {
+    result_.prompt_ids = history_;
+    result_.sampler = o.sampler;
+    result_.seq_id = o.seq_id;
+  }
+
+  const std::vector<int>& prompt() const { return result_.prompt_ids; }
+
+  // Samples from `logits` (the last position's row). Returns false when the
+  // request is finished; otherwise the token to decode next is in *next.
+  bool accept(std::span<const float> logits, int* next) {
+    SamplingContext ctx{history_, {options_.sampler.seed, options_.seq_id, (uint32_t)history_.size()}};
+    SampleResult r = sample(chain_, logits, ctx);
+    GenerationStep step;
+    step.token = r.token;
+    step.logits_sha256 = logits_sha256(logits);
+    step.logprobs = logprob_report(r.token, logits, r.processed, options_.logprobs_top_n);
+    result_.steps.push_back(std::move(step));
+    result_.output_ids.push_back(r.token);
+    history_.push_back(r.token);
+    StreamStep s = stream_.push(r.token);
+    if (!s.done && (int)history_.size() >= seq_len_) s = stream_.finish();  // context full
+    emit(s.text);
+    if (s.done) return finish(s.reason);
+    *next = r.token;
+    return true;
+  }
+
+  GenerationResult take() { return std::move(result_); }
+
+ private:
+  void emit(const std::string& text) {
+    if (text.empty()) return;
+    result_.text += text;
+    if (options_.on_text) options_.on_text(text);
+  }
+  bool finish(FinishReason reason) {
+    result_.stop_detail = finish_reason_name(reason);
+    result_.finish_reason = reason == FinishReason::Length ? "length" : "stop";
+    return false;
+  }
+
+  GenerateOptions options_;
+  int seq_len_;
+  std::vector<int> history_;  // (n_prompt + n_generated) what penalties look at
+  SamplerChain chain_;
+  TextStream stream_;
+  GenerationResult result_;
+};
+
+std::span<const float> row(const std::vector<float>& logits, int i, int vocab) {
+  return std::span<const float>(logits.data() + (size_t)i * (size_t)vocab, (size_t)vocab);
+}
+
+}  // namespace
+
+// ============================================================================
+// generate / generate_batch
+// ============================================================================
+GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const std::string& prompt,
+                          const GenerateOptions& options) {
+  Request req(model, tokenizer, prompt, options);
+  KvCache kv(model.config, KvCacheOptions{});
+  ForwardOptions fo;
+  fo.threads = options.threads;
+  std::vector<float> logits = forward(model, kv, 0, req.prompt(), fo);  // (vocab) last position
+  int next = -1;
+  while (req.accept(logits, &next)) logits = forward(model, kv, 0, std::span<const int>(&next, 1), fo);
+  return req.take();
+}
+
+std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer& tokenizer,
+                                             const std::vector<std::string>& prompts,
+                                             const std::vector<GenerateOptions>& options) {
+  require_input(prompts.size() == options.size(), "options", "options", "one GenerateOptions per prompt");
+  const int n = (int)prompts.size(), vocab = model.config.vocab_size;
+  std::vector<Request> reqs;
+  for (int i = 0; i < n; i++) reqs.emplace_back(model, tokenizer, prompts[i], options[i]);
+  KvCacheOptions ko;
+  ko.max_seqs = n > 0 ? n : 1;
+  KvCache kv(model.config, ko);
+  ForwardOptions fo;
+  fo.threads = n > 0 ? options[0].threads : 1;
+  std::vector<int> seqs, tokens;  // (n_running) KV slot and next token of each running request
+  for (int i = 0; i < n; i++) {
+    int next = -1;
+    if (reqs[i].accept(forward(model, kv, i, reqs[i].prompt(), fo), &next)) {
+      seqs.push_back(i);
+      tokens.push_back(next);
+    }
+  }
+  while (!seqs.empty()) {
+    std::vector<float> logits = forward_batch(model, kv, seqs, tokens, fo);  // (n_running, vocab)
+    std::vector<int> still, next_tokens;
+    for (size_t k = 0; k < seqs.size(); k++) {
+      int next = -1;
+      if (reqs[seqs[k]].accept(row(logits, (int)k, vocab), &next)) {
+        still.push_back(seqs[k]);
+        next_tokens.push_back(next);
+      }
+    }
+    seqs.swap(still);
+    tokens.swap(next_tokens);
+  }
+  std::vector<GenerationResult> out;
+  for (Request& r : reqs) out.push_back(r.take());
+  return out;
+}
+
+// ============================================================================
+// JSON (the replay log)
+// ============================================================================
+void to_json(nlohmann::json& j, const GenerationStep& s) {
+  j = {{"token", s.token}, {"logits_sha256", s.logits_sha256}, {"logprobs", s.logprobs}};
+}
+
+void from_json(const nlohmann::json& j, GenerationStep& s) {
+  s.token = j.at("token").get<int>();
+  s.logits_sha256 = j.at("logits_sha256").get<std::string>();
+  s.logprobs = j.at("logprobs").get<LogprobReport>();
+}
+
+void to_json(nlohmann::json& j, const GenerationResult& r) {
+  j = {{"prompt_ids", r.prompt_ids},       {"output_ids", r.output_ids}, {"text", r.text},
+       {"finish_reason", r.finish_reason}, {"stop_detail", r.stop_detail}, {"sampler", r.sampler},
+       {"seq_id", r.seq_id},               {"steps", r.steps}};
+}
+
+void from_json(const nlohmann::json& j, GenerationResult& r) {
+  r.prompt_ids = j.at("prompt_ids").get<std::vector<int>>();
+  r.output_ids = j.at("output_ids").get<std::vector<int>>();
+  r.text = j.at("text").get<std::string>();
+  r.finish_reason = j.at("finish_reason").get<std::string>();
+  r.stop_detail = j.at("stop_detail").get<std::string>();
+  r.sampler = j.at("sampler").get<SamplerConfig>();
+  r.seq_id = j.at("seq_id").get<uint32_t>();
+  r.steps = j.at("steps").get<std::vector<GenerationStep>>();
+}
+
+}  // namespace oracle

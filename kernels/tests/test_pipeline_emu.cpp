@@ -1,0 +1,110 @@
+// The whole deterministic device pipeline (optimized::Backend) on the emulated
+// kernels against the CPU reference (oracle::forward / forward_batch): logits
+// compared bit for bit at every step, greedy ids from the device argmax.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "kernel_test_support.h"
+#include "optimized/backend.h"
+#include "reference/forward.h"
+#include "reference/kv_cache.h"
+#include "reference/numerics.h"
+#include "test_support.h"
+
+using namespace oracle;
+using oracle::kernels::test::count_bit_mismatches;
+
+namespace {
+
+Model stories260k() {
+  const std::string path = test::models("stories260K/stories260K.bin");
+  INFO("fixture " << path << " is missing (set ORACLE_SHARED_DIR)");
+  REQUIRE(test::have(path));
+  LoadOptions lo;
+  lo.compute_sha256 = false;
+  return load_model(path, lo);
+}
+
+std::vector<int> read_ids(const std::string& path) {
+  std::ifstream f(path);
+  INFO("fixture " << path << " is missing (set ORACLE_SHARED_DIR)");
+  REQUIRE(f.good());
+  return std::vector<int>(std::istream_iterator<int>(f), {});
+}
+
+bool same_bits(const std::string& label, const std::vector<float>& want, const std::vector<float>& got) {
+  return count_bit_mismatches(label, want, got) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("emulated device pipeline: 128 greedy tokens of stories260K, logits bit-identical every step",
+          "[emu][pipeline]") {
+  Model m = stories260k();
+  const int vocab = m.config.vocab_size;
+  auto t0 = std::chrono::steady_clock::now();
+  optimized::Backend dev(m, {1, 16, 0});
+  KvCache kv(m.config, {});
+  int token = 1;  // BOS
+  for (int step = 0; step < 128; step++) {
+    auto want = forward(m, kv, 0, std::span<const int>(&token, 1));
+    auto got = dev.forward(0, std::span<const int>(&token, 1));
+    INFO("step " << step << " token " << token);
+    REQUIRE(same_bits("step " + std::to_string(step), want, got));
+    int next = dev.argmax_last()[0];
+    REQUIRE(next == num::argmax_lowest(want.data(), vocab));
+    token = next;
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("pipeline_emu: 128 greedy steps (reference + emulated device) in %.2f s\n", s);
+}
+
+TEST_CASE("emulated device pipeline: prefill with all logits, then decode (block size 3)", "[emu][pipeline]") {
+  Model m = stories260k();
+  auto ids = read_ids(test::models("stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt"));
+  REQUIRE(ids.size() >= 4);
+  std::vector<int> prompt = {1, ids[0], ids[1], ids[2], ids[3]};  // BOS " Once upon a time"
+  optimized::Backend dev(m, {1, 3, 0});
+  KvCache kv(m.config, {});
+  ForwardOptions all;
+  all.all_logits = true;
+  REQUIRE(same_bits("prefill", forward(m, kv, 0, prompt, all), dev.forward(0, prompt, true)));
+  // llama2.c's greedy continuation, reproduced by the device argmax.
+  int token = dev.argmax_last().back();
+  for (int step = 0; step < 40; step++) {
+    INFO("step " << step);
+    REQUIRE(token == ids[4 + step]);
+    auto want = forward(m, kv, 0, std::span<const int>(&token, 1));
+    REQUIRE(same_bits("decode " + std::to_string(step), want, dev.forward(0, std::span<const int>(&token, 1))));
+    token = dev.argmax_last()[0];
+  }
+}
+
+TEST_CASE("emulated device pipeline: continuous batch of 3 sequences equals the reference batch",
+          "[emu][pipeline]") {
+  Model m = stories260k();
+  const int vocab = m.config.vocab_size;
+  optimized::Backend dev(m, {3, 16, 0});
+  KvCacheOptions ko;
+  ko.paged = true;
+  ko.max_seqs = 3;
+  ko.prefix_cache = false;
+  KvCache kv(m.config, ko);
+  // Different prompt lengths so the sequences sit at different positions.
+  std::vector<std::vector<int>> prompts = {{1}, {1, 40, 41, 42, 43, 44, 45}, {1, 300, 7}};
+  for (int q = 0; q < 3; q++)
+    REQUIRE(same_bits("prefill seq " + std::to_string(q), forward(m, kv, q, prompts[q]), dev.forward(q, prompts[q])));
+  std::vector<int> seqs = {2, 0, 1}, tokens = {5, 6, 7};
+  for (int step = 0; step < 40; step++) {
+    INFO("step " << step);
+    auto want = forward_batch(m, kv, seqs, tokens);
+    REQUIRE(same_bits("batch step " + std::to_string(step), want, dev.forward_batch(seqs, tokens)));
+    auto next = dev.argmax_last();
+    for (size_t i = 0; i < seqs.size(); i++) REQUIRE(next[i] == num::argmax_lowest(&want[i * vocab], vocab));
+    tokens = next;
+  }
+}

@@ -1,0 +1,131 @@
+// Deterministic device pipeline — see backend.h. Mirrors reference/forward.cpp
+// op for op; every kernel is a deterministic version from kernels/.
+#include "optimized/backend.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "kernels/argmax.cuh"
+#include "kernels/attention.cuh"
+#include "kernels/elementwise.cuh"
+#include "kernels/embedding.cuh"
+#include "kernels/matmul.cuh"
+#include "kernels/rmsnorm.cuh"
+#include "kernels/rope.cuh"
+#include "reference/errors.h"
+
+namespace oracle::optimized {
+
+namespace k = oracle::kernels;
+
+namespace {
+void grow(Scratch& s, const Config& c, int n) {
+  if (n <= s.rows) return;
+  const size_t q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
+  s.tokens.resize(n), s.seqs.resize(n), s.positions.resize(n), s.argmax.resize(n);
+  s.x.resize((size_t)n * c.dim), s.xb.resize((size_t)n * c.dim), s.proj.resize((size_t)n * c.dim);
+  s.q.resize(n * q_dim), s.att.resize(n * q_dim);
+  s.k.resize(n * kv_dim), s.v.resize(n * kv_dim);
+  s.gate.resize((size_t)n * c.hidden_dim), s.up.resize((size_t)n * c.hidden_dim);
+  s.attn_ws.resize(k::attention_workspace_floats(n, {c.n_heads, c.n_kv_heads, c.head_dim}, c.seq_len - 1));
+  s.logits.resize((size_t)n * c.vocab_size);
+  s.rows = n;
+}
+}  // namespace
+
+Backend::Backend(const Model& model, const DeviceKvOptions& kv_options)
+    : model_(model), kv_(model.config, kv_options) {}
+
+// ---- attention block: norm, q/k/v, RoPE, KV store, paged attention, wo, residual ----
+void Backend::attention_block(int l, int n, int max_pos) {
+  const Config& c = config();
+  const DeviceLayer& w = model_.layers[l];
+  const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  k::rmsnorm(s_.x.get(), w.attn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  k::matmul_f32(w.wq.get(), s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
+  k::matmul_f32(w.wk.get(), s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
+  k::matmul_f32(w.wv.get(), s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
+  k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
+          c.n_heads, c.n_kv_heads, c.head_dim);
+  const k::PagedKvLayer layer = kv_.layer(l);
+  k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n);
+  k::attention(s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
+               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), s_.att.get());
+  k::matmul_f32(w.wo.get(), s_.att.get(), s_.proj.get(), c.dim, q_dim, n);
+  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
+}
+
+// ---- feed-forward block: norm, gate/up, SwiGLU, down, residual ---------------------
+void Backend::ffn_block(int l, int n) {
+  const Config& c = config();
+  const DeviceLayer& w = model_.layers[l];
+  k::rmsnorm(s_.x.get(), w.ffn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  k::matmul_f32(w.w_gate.get(), s_.xb.get(), s_.gate.get(), c.hidden_dim, c.dim, n);
+  k::matmul_f32(w.w_up.get(), s_.xb.get(), s_.up.get(), c.hidden_dim, c.dim, n);
+  k::swiglu(s_.gate.get(), s_.up.get(), s_.gate.get(), (long long)n * c.hidden_dim);
+  k::matmul_f32(w.w_down.get(), s_.gate.get(), s_.proj.get(), c.dim, c.hidden_dim, n);
+  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
+}
+
+// ---- rows through the model; logits of rows [first, n) ---------------------------------
+std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
+  const Config& c = config();
+  require_input(!rows.empty(), "backend", "tokens", "no tokens to run");
+  for (const Row& r : rows)
+    require_input(r.token >= 0 && r.token < c.vocab_size, "backend", "token",
+                  "token id " + std::to_string(r.token) + " outside [0, " + std::to_string(c.vocab_size) + ")");
+  for (Row& r : rows) r.pos = kv_.append(r.seq, 1);
+  const int n = (int)rows.size();
+  grow(s_, c, n);
+  std::vector<int> tok(n), seq(n), pos(n);
+  for (int i = 0; i < n; i++) tok[i] = rows[i].token, seq[i] = rows[i].seq, pos[i] = rows[i].pos;
+  s_.tokens.upload(tok.data(), n);
+  s_.seqs.upload(seq.data(), n);
+  s_.positions.upload(pos.data(), n);
+  kv_.sync_table();
+  const int max_pos = *std::max_element(pos.begin(), pos.end());
+  k::embedding(model_.token_embedding.get(), s_.tokens.get(), s_.x.get(), c.vocab_size, c.dim, n);
+  for (int l = 0; l < c.n_layers; l++) {
+    attention_block(l, n, max_pos);
+    ffn_block(l, n);
+  }
+  const int first = all_logits ? 0 : n - 1, n_out = n - first;
+  k::rmsnorm(s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), s_.xb.get(), c.dim, n_out,
+             c.norm_eps);
+  k::matmul_f32(model_.classifier.get(), s_.xb.get(), s_.logits.get(), c.vocab_size, c.dim, n_out);
+  last_first_ = first, last_rows_ = n_out;
+  std::vector<float> logits((size_t)n_out * c.vocab_size);
+  kernels::check_cuda(cudaDeviceSynchronize(), "forward");
+  s_.logits.download(logits.data(), logits.size());
+  return logits;
+}
+
+std::vector<float> Backend::forward(int seq, std::span<const int> tokens, bool all_logits) {
+  const int start = kv_.length(seq);
+  std::vector<Row> rows;
+  for (size_t i = 0; i < tokens.size(); i++) rows.push_back({seq, start + (int)i, tokens[i]});
+  return run_rows(std::move(rows), all_logits);
+}
+
+std::vector<float> Backend::forward_batch(std::span<const int> seqs, std::span<const int> tokens) {
+  require_input(seqs.size() == tokens.size(), "backend", "tokens", "one token per sequence expected");
+  std::set<int> seen;
+  std::vector<Row> rows;
+  for (size_t i = 0; i < seqs.size(); i++) {
+    require_input(seen.insert(seqs[i]).second, "backend", "seqs",
+                  "sequence " + std::to_string(seqs[i]) + " appears twice in one step");
+    rows.push_back({seqs[i], kv_.length(seqs[i]), tokens[i]});
+  }
+  return run_rows(std::move(rows), true);
+}
+
+std::vector<int> Backend::argmax_last() {
+  std::vector<int> ids(last_rows_);
+  if (last_rows_ == 0) return ids;
+  k::argmax_rows(s_.logits.get(), s_.argmax.get(), config().vocab_size, last_rows_);
+  s_.argmax.download(ids.data(), ids.size());
+  return ids;
+}
+
+}  // namespace oracle::optimized

@@ -1,0 +1,61 @@
+#pragma once
+// ============================================================================
+// Backend: the deterministic pipeline on the device (docs/cuda.md).
+// The same row model as reference/forward.cpp: a call pushes a list of
+// (sequence, position, token) rows through the layers together, each op a
+// deterministic kernel from kernels/, so the logits are bit-identical to
+// oracle::forward / forward_batch for any batch composition or prefill split.
+// Built twice from the same sources: on the emulated kernels
+// (oracle_optimized_emu, always) and on the GPU (oracle_optimized_cuda).
+// ============================================================================
+#include <span>
+#include <vector>
+
+#include "optimized/device_kv.h"
+#include "optimized/device_model.h"
+
+namespace oracle::optimized {
+
+// Per-call activations; grown to the largest row count seen.
+struct Scratch {
+  int rows = 0;                     // capacity in rows
+  DeviceBuffer<int> tokens, seqs, positions;  // (rows)
+  DeviceBuffer<float> x, xb;        // (rows, dim)
+  DeviceBuffer<float> q, att;       // (rows, n_heads * head_dim)
+  DeviceBuffer<float> k, v;         // (rows, n_kv_heads * head_dim)
+  DeviceBuffer<float> proj;         // (rows, dim)
+  DeviceBuffer<float> gate, up;     // (rows, hidden_dim)
+  DeviceBuffer<float> attn_ws;      // attention_workspace_floats(rows, ..., seq_len - 1)
+  DeviceBuffer<float> logits;       // (rows, vocab_size)
+  DeviceBuffer<int> argmax;         // (rows)
+};
+
+class Backend {
+ public:
+  Backend(const Model& model, const DeviceKvOptions& kv_options = {});
+
+  // Appends `tokens` to `seq`; returns (n or 1, vocab_size) logits like oracle::forward.
+  std::vector<float> forward(int seq, std::span<const int> tokens, bool all_logits = false);
+  // One token per distinct sequence; returns (n_seqs, vocab_size) logits.
+  std::vector<float> forward_batch(std::span<const int> seqs, std::span<const int> tokens);
+  // Greedy ids (argmax_lowest, on the device) of the logits rows the last call returned.
+  std::vector<int> argmax_last();
+
+  DeviceKv& kv() { return kv_; }
+  const Config& config() const { return model_.config(); }
+
+ private:
+  struct Row {
+    int seq, pos, token;
+  };
+  std::vector<float> run_rows(std::vector<Row> rows, bool all_logits);
+  void attention_block(int l, int n, int max_pos);
+  void ffn_block(int l, int n);
+
+  DeviceModel model_;
+  DeviceKv kv_;
+  Scratch s_;
+  int last_first_ = 0, last_rows_ = 0;  // logits rows of the last call: [first, first + rows)
+};
+
+}  // namespace oracle::optimized

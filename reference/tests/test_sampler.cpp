@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
+#include <rapidcheck/catch.h>
 
 #include "reference/errors.h"
 #include "reference/logprobs.h"
@@ -398,4 +400,70 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   c = {};
   c.banned_tokens = {0, 1};
   CHECK(field_of([&] { sample(build_chain(c), std::vector<float>{1, 2}, {}); }) == "banned_tokens");
+}
+
+// ---- properties (RapidCheck) ---------------------------------------------------------------------
+namespace {
+
+// Logits on a quarter grid, so ties are frequent.
+std::vector<float> gen_logits() {
+  int n = *rc::gen::inRange(1, 64);
+  std::vector<int> q = *rc::gen::container<std::vector<int>>((size_t)n, rc::gen::inRange(-40, 41));
+  std::vector<float> x;
+  for (int v : q) x.push_back((float)v * 0.25f);
+  return x;
+}
+
+SamplerConfig gen_config() {
+  SamplerConfig c = cfg_for(*rc::gen::element<std::string>("hf", "llamacpp"));
+  c.top_k = *rc::gen::inRange(0, 10);
+  c.top_p = *rc::gen::element(0.3f, 0.9f, 1.0f);
+  c.min_p = *rc::gen::element(0.0f, 0.05f, 0.5f);
+  c.temperature = *rc::gen::element(0.5f, 1.0f, 2.0f);
+  c.min_keep = *rc::gen::inRange(1, 3);
+  c.seed = *rc::gen::arbitrary<uint64_t>();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("properties of the processors and the draw", "[sampler][property]") {
+  setenv("RC_PARAMS", "seed=20261130", 0);  // seeded unless the caller chose one
+  rc::prop("llamacpp top-k keeps exactly the k best by (logit desc, id asc)", [] {
+    std::vector<float> x = gen_logits();
+    SamplerConfig cfg;
+    cfg.top_k = *rc::gen::inRange(1, 70);
+    Candidates c = run_one("top_k", cfg, x);
+    RC_ASSERT(c.items.size() == std::min((size_t)cfg.top_k, x.size()));
+    std::vector<char> kept(x.size(), 0);
+    for (const Candidate& k : c.items) kept[k.id] = 1;
+    for (size_t a = 0; a < x.size(); a++)
+      for (size_t b = 0; b < x.size(); b++)
+        if (kept[a] && !kept[b]) RC_ASSERT((x[a] > x[b] || (x[a] == x[b] && a < b)));
+  });
+  rc::prop("the draw is a pure function of its key and picks a positive-probability survivor", [] {
+    std::vector<float> x = gen_logits();
+    SamplerConfig cfg = gen_config();
+    SamplerChain chain = build_chain(cfg);
+    SamplingContext ctx{{}, {cfg.seed, *rc::gen::arbitrary<uint32_t>(), *rc::gen::arbitrary<uint32_t>()}};
+    SampleResult a = sample(chain, x, ctx);
+    SampleResult b = sample(build_chain(cfg), x, ctx);
+    RC_ASSERT(a.token == b.token);
+    double sum = 0.0;
+    for (size_t i = 0; i < a.processed.items.size(); i++) {
+      sum += a.processed.items[i].prob;
+      if (i > 0) RC_ASSERT(a.processed.items[i - 1].id < a.processed.items[i].id);
+    }
+    RC_ASSERT(std::fabs(sum - 1.0) < 1e-5);
+    RC_ASSERT(a.processed.items[a.processed.selected].prob > 0.0f);
+  });
+  rc::prop("greedy picks the lowest id among the largest logits", [] {
+    std::vector<float> x = gen_logits();
+    SamplerConfig cfg = gen_config();
+    cfg.temperature = 0.0f;
+    int want = 0;
+    for (int i = 1; i < (int)x.size(); i++)
+      if (x[i] > x[want]) want = i;
+    RC_ASSERT(sample(build_chain(cfg), x, {}).token == want);
+  });
 }

@@ -8,6 +8,7 @@
 #include "loader_fixtures.h"
 #include "reference/errors.h"
 #include "reference/gguf.h"
+#include "reference/gguf_writer.h"
 #include "reference/loaders.h"
 #include "reference/quant.h"
 
@@ -239,4 +240,74 @@ TEST_CASE("loaders: rotate-half permutation round trip", "[loaders][safetensors]
   CHECK(hf[1 * cols] == w[2 * cols]);
   CHECK(hf[3 * cols] == w[1 * cols]);
   CHECK(unpermute_rotate_half(hf.data(), n_heads, head_dim, cols) == w);
+}
+
+// ---- GGUF writer ---------------------------------------------------------------------------------------
+TEST_CASE("gguf writer: every value type and tensors read back", "[loaders][gguf]") {
+  ScratchDir dir("gguf_writer");
+  GgufWriter w;
+  w.set_alignment(64);
+  w.add_u32("t.u32", 4000000000u);
+  w.add_i32("t.i32", -7);
+  w.add_u64("t.u64", 1ull << 40);
+  w.add_f32("t.f32", 0.1f);
+  w.add_bool("t.bool", true);
+  w.add_string("t.str", std::string("a\0b", 3));
+  w.add_strings("t.strs", {"x", "", "\xe2\x96\x81y"});
+  w.add_f32s("t.f32s", {1.5f, -2.0f});
+  w.add_i32s("t.i32s", {3, -4, 5});
+  GgufValue i8;
+  i8.type = GgufType::INT8;
+  i8.i = -100;
+  w.add("t.i8", i8);
+  GgufValue f64;
+  f64.type = GgufType::FLOAT64;
+  f64.f = 1.0 / 3.0;
+  w.add("t.f64", f64);
+  const float a[6] = {1, 2, 3, 4, 5, 6};
+  w.add_tensor_f32("a", {3, 2}, a);
+  w.add_tensor("b", DType::F16, {2}, {0x00, 0x3C, 0x00, 0xC0});  // 1, -2
+  w.write(dir.file("t.gguf"));
+
+  GgufFile g(dir.file("t.gguf"));
+  CHECK(g.version() == 3);
+  CHECK(g.alignment() == 64);
+  CHECK(g.get_int("t.u32") == 4000000000ll);
+  CHECK(g.get_int("t.i32") == -7);
+  CHECK(g.get_int("t.u64") == (1ll << 40));
+  CHECK(static_cast<float>(g.get_float("t.f32")) == 0.1f);
+  CHECK(g.get_bool("t.bool", false));
+  CHECK(g.get_string("t.str") == std::string("a\0b", 3));
+  CHECK(g.get_strings("t.strs") == std::vector<std::string>{"x", "", "\xe2\x96\x81y"});
+  CHECK(g.get_floats("t.f32s") == std::vector<double>{1.5, -2.0});
+  CHECK(g.get_ints("t.i32s") == std::vector<int64_t>{3, -4, 5});
+  CHECK(g.get_int("t.i8") == -100);
+  CHECK(g.get_float("t.f64") == 1.0 / 3.0);
+  CHECK(g.find("t.i8")->type == GgufType::INT8);
+  REQUIRE(g.tensors().size() == 2);
+  CHECK(g.data_offset() % 64 == 0);
+  CHECK(g.tensors()[1].offset == 64);
+  CHECK(std::memcmp(g.tensors()[0].data, a, sizeof(a)) == 0);
+  float b[2];
+  dequantize_row(DType::F16, g.tensors()[1].data, 2, b);
+  CHECK(b[0] == 1.0f);
+  CHECK(b[1] == -2.0f);
+  CHECK_THROWS_AS(g.get_string("t.u32"), InputError);  // wrong type names the key
+}
+
+TEST_CASE("gguf writer: re-writing a real GGUF gives the same model", "[loaders][gguf]") {
+  const std::string src = fixture("gguf/stories260K-f16.gguf");
+  GgufFile in(src);
+  GgufWriter w;
+  w.copy_metadata(in);
+  for (const GgufTensorInfo& t : in.tensors())
+    w.add_tensor(t.name, static_cast<DType>(t.ggml_type), t.dims,
+                 std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  ScratchDir dir("gguf_rewrite");
+  w.write(dir.file("copy.gguf"));
+  CHECK(read_bytes(dir.file("copy.gguf")) == read_bytes(src));  // llama.cpp wrote it the same way
+  Model a = load_model(src), b = load_model(dir.file("copy.gguf"));
+  compare_configs(b.config, a.config);
+  compare_models(b, a, identity);
+  CHECK(b.vocab.tokens == a.vocab.tokens);
 }

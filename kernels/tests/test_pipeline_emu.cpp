@@ -42,7 +42,7 @@ bool same_bits(const std::string& label, const std::vector<float>& want, const s
 
 }  // namespace
 
-TEST_CASE("emulated device pipeline: 128 greedy tokens of stories260K, logits bit-identical every step",
+TEST_CASE("device pipeline: 128 greedy tokens of stories260K, logits bit-identical every step",
           "[emu][pipeline]") {
   Model m = stories260k();
   const int vocab = m.config.vocab_size;
@@ -60,10 +60,10 @@ TEST_CASE("emulated device pipeline: 128 greedy tokens of stories260K, logits bi
     token = next;
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("pipeline_emu: 128 greedy steps (reference + emulated device) in %.2f s\n", s);
+  std::printf("device pipeline: 128 greedy steps (reference + device) in %.2f s\n", s);
 }
 
-TEST_CASE("emulated device pipeline: prefill with all logits, then decode (block size 3)", "[emu][pipeline]") {
+TEST_CASE("device pipeline: prefill with all logits, then decode (block size 3)", "[emu][pipeline]") {
   Model m = stories260k();
   auto ids = read_ids(test::models("stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt"));
   REQUIRE(ids.size() >= 4);
@@ -84,7 +84,7 @@ TEST_CASE("emulated device pipeline: prefill with all logits, then decode (block
   }
 }
 
-TEST_CASE("emulated device pipeline: continuous batch of 3 sequences equals the reference batch",
+TEST_CASE("device pipeline: continuous batch of 3 sequences equals the reference batch",
           "[emu][pipeline]") {
   Model m = stories260k();
   const int vocab = m.config.vocab_size;

@@ -107,10 +107,12 @@ std::vector<int> llama2c_encode(const RawTokenizer& t, const std::string& text) 
   return tokens;
 }
 
-// Seeded random text from pieces that exercise merges, spaces and multi-byte characters.
+// Seeded random text from pieces that exercise merges, score ties, spaces and
+// multi-byte characters.
 std::string random_text(std::mt19937& rng) {
   static const char* const kPieces[] = {
       "a", "b", "e", "t", "h", "s", " ", "  ", "the", "Once", "upon", "time", ",", ".", "\n",
+      "l", "o", "ll", "!!", "   ", "ee",  // runs of one character: ties between equal pairs
       "\t", "'", "\"", "!", "1", "9", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
       "\xE6\x88\x91", "\xC3\xBC", "\xE2\x80\x94", "\xD0\xB1", "\xE1\x9E\x80"};
   std::uniform_int_distribution<int> count(1, 12), pick(0, (int)std::size(kPieces) - 1);

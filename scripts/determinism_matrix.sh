@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Determinism matrix: `oracle run --json` must give the same generated ids and
+# the same per-step logits SHA-256 across
+#   builds:  g++ -O3 -march=native | g++ -O0 (Debug, ORACLE_NATIVE=OFF) | clang++ -O3 -march=native
+#   files:   stories260K.bin (llama2.c) | stories260K.gguf (GGUF F32, same weights)
+#   threads: 1 | 2
+#   prefill: one pass | chunks of 1, 3 and 7 tokens (--prefill-chunk)
+# and two runs of the same command. Exit 0 when every cell matches the first,
+# 1 on the first mismatch (printing both step lists), 2 on setup errors.
+# Environment: ORACLE_SHARED_DIR (fixtures, default ../shared), MATRIX_DIR
+# (build folders, default build-matrix), MATRIX_BUILDS (subset of the builds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${ORACLE_SHARED_DIR:-../shared}
+ROOT=${MATRIX_DIR:-build-matrix}
+BUILDS=${MATRIX_BUILDS:-"gcc-O3 gcc-O0 clang-O3"}
+MODELS="$SHARED/models/stories260K"
+PROMPT="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
+TOKENS=${MATRIX_TOKENS:-120}
+for f in "$MODELS/stories260K.bin" "$MODELS/tok512.bin" "$SHARED/models/gguf/stories260K.gguf"; do
+  [ -f "$f" ] || { echo "determinism_matrix: missing fixture $f" >&2; exit 2; }
+done
+
+build() {  # name cxx build_type native
+  local dir="$ROOT/$1"
+  CXX=$2 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$3" -DORACLE_NATIVE="$4" \
+    -DORACLE_BUILD_TESTS=OFF -DORACLE_ENABLE_CUDA=OFF >/dev/null
+  cmake --build "$dir" --target oracle -j "$(nproc)" >/dev/null
+}
+
+# What must agree: finish reason, prompt and generated ids, every step's logits hash.
+fingerprint() {
+  jq -c '{finish_reason, prompt_ids, generated_ids, steps: [.steps[].logits_sha256]}'
+}
+
+reference=""
+check() {  # label, then the oracle command
+  local label=$1; shift
+  local got
+  got=$("$@" | fingerprint)
+  if [ -z "$reference" ]; then
+    reference=$got
+    echo "reference: $label ($(jq '.steps | length' <<<"$got") steps)"
+  elif [ "$got" != "$reference" ]; then
+    echo "MISMATCH: $label" >&2
+    diff <(jq '.' <<<"$reference") <(jq '.' <<<"$got") | head -20 >&2
+    exit 1
+  else
+    echo "ok: $label"
+  fi
+}
+
+for b in $BUILDS; do
+  case $b in
+    gcc-O3) build "$b" g++ Release ON ;;
+    gcc-O0) build "$b" g++ Debug OFF ;;
+    clang-O3) build "$b" clang++ Release ON ;;
+    *) echo "determinism_matrix: unknown build $b" >&2; exit 2 ;;
+  esac
+  oracle="$ROOT/$b/bin/oracle"
+  common=(run --json --prompt "$PROMPT" --max-tokens "$TOKENS" --temperature 0 --context 512)
+  for model in "$MODELS/stories260K.bin" "$SHARED/models/gguf/stories260K.gguf"; do
+    for threads in 1 2; do
+      for chunk in 0 1 3 7; do
+        check "$b $(basename "$model") threads=$threads prefill-chunk=$chunk" \
+          "$oracle" "${common[@]}" --model "$model" --tokenizer "$MODELS/tok512.bin" \
+          --threads "$threads" --prefill-chunk "$chunk"
+      done
+    done
+  done
+  check "$b second run" "$oracle" "${common[@]}" --model "$MODELS/stories260K.bin" --threads 1
+done
+echo "determinism matrix: all cells identical"

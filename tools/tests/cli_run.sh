@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# oracle run: text and --json on the embedded default and on real checkpoints.
+# Usage: cli_run.sh ORACLE SHARED CASE
+source "$(dirname "$0")/lib.sh"
+CASE=$3
+fingerprint() { jq -c '{prompt_ids, generated_ids, finish_reason, steps: [.steps[].logits_sha256]}' "$1"; }
+
+case $CASE in
+  default_text)  # no --model: the embedded model streams text, exit 0
+    run_capture "$ORACLE" run --prompt "Once upon a time" --max-tokens 16 --temperature 0
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
+    [ -s "$WORK/out" ] || fail "no text on stdout"
+    [ ! -s "$WORK/err" ] || fail "unexpected stderr: $(cat "$WORK/err")"
+    ;;
+  json_schema)  # every documented field, hashes are 64 hex digits, one per generated token
+    "$ORACLE" run --prompt "hi" --max-tokens 8 --json >"$WORK/r.json"
+    jq -e '(.model_sha256 | test("^[0-9a-f]{64}$")) and (.tokenizer_sha256 | test("^[0-9a-f]{64}$"))
+           and (.prompt_ids | length) >= 1 and (.prompt_ids[0] == 1)
+           and (.steps | length) == (.generated_ids | length)
+           and all(.steps[]; .logits_sha256 | test("^[0-9a-f]{64}$"))
+           and (.text | type) == "string"
+           and (.finish_reason == "length" or .finish_reason == "eos" or .finish_reason == "stop")' \
+      "$WORK/r.json" >/dev/null || fail "schema: $(cat "$WORK/r.json")"
+    ;;
+  repeatable)  # two runs of the same command print the same JSON, byte for byte
+    "$ORACLE" run --prompt "Once upon a time" --max-tokens 32 --json >"$WORK/a.json"
+    "$ORACLE" run --prompt "Once upon a time" --max-tokens 32 --json >"$WORK/b.json"
+    cmp "$WORK/a.json" "$WORK/b.json" || fail "two runs differ"
+    ;;
+  default_is_synth_tiny)  # the embedded default equals `synth --preset tiny` written and read back
+    "$ORACLE" synth --preset tiny -o "$WORK/tiny.gguf" >/dev/null
+    "$ORACLE" run --prompt "Once upon a time" --max-tokens 24 --json >"$WORK/a.json"
+    "$ORACLE" run --model "$WORK/tiny.gguf" --prompt "Once upon a time" --max-tokens 24 --json >"$WORK/b.json"
+    [ "$(jq -r .model_sha256 "$WORK/a.json")" = "$(sha256sum "$WORK/tiny.gguf" | cut -d' ' -f1)" ] ||
+      fail "embedded model hash is not the synth file's"
+    [ "$(fingerprint "$WORK/a.json")" = "$(fingerprint "$WORK/b.json")" ] || fail "logits differ"
+    ;;
+  threads_identical)  # --threads changes no bit
+    "$ORACLE" run --prompt "Once upon a time" --max-tokens 24 --json --threads 1 >"$WORK/a.json"
+    "$ORACLE" run --prompt "Once upon a time" --max-tokens 24 --json --threads 2 >"$WORK/b.json"
+    [ "$(fingerprint "$WORK/a.json")" = "$(fingerprint "$WORK/b.json")" ] || fail "threads 1 vs 2 differ"
+    ;;
+  stories260K_llama2c_ids)  # greedy ids equal llama2.c's (run -t 0 -n 200 -i "Once upon a time")
+    BIN="$MODELS/stories260K/stories260K.bin"
+    EXPECTED="$MODELS/stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt"
+    need_fixture "$BIN"; need_fixture "$EXPECTED"
+    "$ORACLE" run --model "$BIN" --prompt "Once upon a time" --max-tokens 200 --temperature 0 --json >"$WORK/r.json"
+    got=$(jq -r '(.prompt_ids[1:] + .generated_ids)[:200] | map(tostring) | join(" ")' "$WORK/r.json")
+    want=$(tr -s ' \n' ' ' <"$EXPECTED" | sed 's/ $//')
+    [ "$got" = "$want" ] || fail "ids differ from llama2.c:
+got:  ${got:0:300}
+want: ${want:0:300}"
+    ;;
+  stories260K_llama2c_text)  # text of the empty-prompt run equals llama2.c's transcript
+    BIN="$MODELS/stories260K/stories260K.bin"
+    EXPECTED="$MODELS/stories260K/expected_greedy_empty_prompt_256steps.txt"
+    need_fixture "$BIN"; need_fixture "$EXPECTED"
+    "$ORACLE" run --model "$BIN" --prompt "" --max-tokens 255 --temperature 0 >"$WORK/out.txt"
+    cmp "$WORK/out.txt" "$EXPECTED" || fail "text differs: $(diff "$WORK/out.txt" "$EXPECTED" | head -5)"
+    ;;
+  prefill_chunks)  # prefill in chunks of 1, 3, 7 tokens gives the one-pass logits
+    BIN="$MODELS/stories260K/stories260K.bin"
+    need_fixture "$BIN"
+    p="Once upon a time, there was a little girl named Lily. She loved to play outside."
+    "$ORACLE" run --model "$BIN" --prompt "$p" --max-tokens 16 --json >"$WORK/0.json"
+    for c in 1 3 7; do
+      "$ORACLE" run --model "$BIN" --prompt "$p" --max-tokens 16 --json --prefill-chunk $c >"$WORK/$c.json"
+      [ "$(fingerprint "$WORK/0.json")" = "$(fingerprint "$WORK/$c.json")" ] || fail "chunk $c differs"
+    done
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo "ok: $CASE"

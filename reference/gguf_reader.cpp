@@ -152,7 +152,7 @@ GgufTensorInfo read_tensor_info(Cursor& c, uint64_t index) {
   std::string field = "tensor_info[" + std::to_string(index) + "]";
   GgufTensorInfo t;
   t.name = c.read_string(field + ".name");
-  field = "tensor '" + t.name + "'";
+  field += " '" + t.name + "'";
   uint32_t n_dims = c.read<uint32_t>(field + " n_dims");
   require_input(n_dims >= 1 && n_dims <= 4, c.f.path(), field + " n_dims",
                 "must be 1..4, got " + std::to_string(n_dims));

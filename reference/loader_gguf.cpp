@@ -104,7 +104,9 @@ Config read_llama_config(const GgufFile& g) {
   c.seq_len = size_key(g, "llama.context_length");
   c.rope_theta = static_cast<float>(g.get_float("llama.rope.freq_base", 10000.0));
   c.norm_eps = static_cast<float>(g.get_float("llama.attention.layer_norm_rms_epsilon"));
-  c.head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
+  require_input(c.dim % c.n_heads == 0, g.path(), "llama.attention.head_count",
+                std::to_string(c.n_heads) + " does not divide embedding_length " + std::to_string(c.dim));
+  c.head_dim = c.dim / c.n_heads;
   for (const char* key : {"llama.rope.dimension_count", "llama.attention.key_length"})
     require_input(!g.has(key) || g.get_int(key) == c.head_dim, g.path(), key,
                   "must equal the head dimension " + std::to_string(c.head_dim) +

@@ -1,0 +1,112 @@
+// Device sampler, version 1 — see kernels/sampler.cuh.
+#include "kernels/sampler.cuh"
+
+#include "kernels/argmax.cuh"
+#include "kernels/softmax.cuh"
+#include "reference/numerics.h"
+#include "reference/philox.h"
+
+namespace oracle::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+int pow2_at_least(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+__global__ void temperature_kernel(float* x, long long n, float t) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) x[k] = oracle::num::div_rn(x[k], t);
+}
+
+// Does candidate a rank before candidate b? (p desc, NaN last, id asc; ids >= n are padding.)
+__device__ __forceinline__ bool ranks_before(const float* p, int n, int a, int b) {
+  if (a >= n) return false;
+  if (b >= n) return true;
+  const float xa = p[a], xb = p[b];
+  const bool na = xa != xa, nb = xb != xb;
+  if (na != nb) return nb;
+  if (!na && xa != xb) return xa > xb;
+  return a < b;
+}
+
+// One block per row: bitonic sort of ids 0..n_pad-1 into rank order.
+__global__ void sort_by_prob_kernel(const float* probs, int n, int n_pad, int* order) {
+  const float* p = probs + (long long)blockIdx.x * n;
+  int* idx = order + (long long)blockIdx.x * n_pad;
+  for (int i = threadIdx.x; i < n_pad; i += blockDim.x) idx[i] = i;
+  __syncthreads();
+  for (int k = 2; k <= n_pad; k *= 2)
+    for (int j = k / 2; j > 0; j /= 2) {
+      for (int i = threadIdx.x; i < n_pad; i += blockDim.x) {
+        const int o = i ^ j;
+        if (o <= i) continue;
+        const int a = idx[i], b = idx[o];
+        const bool ascending = (i & k) == 0;
+        if (ascending ? ranks_before(p, n, b, a) : ranks_before(p, n, a, b)) {
+          idx[i] = b;
+          idx[o] = a;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+// One thread per row: the inverse-CDF scan in rank order.
+__global__ void draw_kernel(const float* probs, int n, int n_pad, const int* order, int R, uint64_t seed,
+                            const int* seq, const int* pos, int* out) {
+  using namespace oracle::num;
+  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= R) return;
+  const float* p = probs + r * n;
+  const int* idx = order + r * n_pad;
+  float total = 0.0f;
+  for (int i = 0; i < n; i++) total = add_rn(total, p[idx[i]]);
+  const float u = oracle::rng::philox_uniform(seed, (uint32_t)seq[r], (uint32_t)pos[r], 0,
+                                              oracle::rng::kPurposeSample);
+  const float target = mul_rn(u, total);
+  float run = 0.0f;
+  int selected = -1;
+  for (int i = 0; i < n; i++) {
+    const float pi = p[idx[i]];
+    if (pi > 0.0f) selected = idx[i];
+    run = add_rn(run, pi);
+    if (run > target) break;
+  }
+  out[r] = selected;
+}
+
+LaunchConfig config(unsigned grid, unsigned block, bool sync, cudaStream_t stream) {
+  LaunchConfig cfg;
+  cfg.grid = dim3(grid);
+  cfg.block = dim3(block);
+  cfg.sync = sync;
+  cfg.stream = stream;
+  return cfg;
+}
+
+}  // namespace
+
+size_t sample_workspace_ints(int n, int R) { return (size_t)pow2_at_least(n) * (R > 0 ? R : 1); }
+
+void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, const int* seq,
+                 const int* pos, int* workspace, int* out, cudaStream_t stream) {
+  if (R <= 0) return;
+  if (!(temperature > 0.0f)) {
+    argmax_rows(logits, out, n, R, stream);
+    return;
+  }
+  const long long total = (long long)n * R;
+  const int n_pad = pow2_at_least(n);
+  launch(config(blocks_for(total, kThreads), kThreads, false, stream), temperature_kernel, logits, total,
+         temperature);
+  softmax_rows(logits, nullptr, n, R, stream);
+  launch(config(R, kThreads, true, stream), sort_by_prob_kernel, (const float*)logits, n, n_pad, workspace);
+  launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, (const float*)logits, n,
+         n_pad, (const int*)workspace, R, seed, seq, pos, out);
+}
+
+}  // namespace oracle::kernels

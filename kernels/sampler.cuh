@@ -1,0 +1,38 @@
+#pragma once
+// ============================================================================
+// Sampler on the device, version 1: temperature, then the Philox inverse-CDF
+// draw (docs/sampling.md "Selection"); greedy when temperature <= 0. The
+// other processors (penalties, bias, top-k/p, min-p) are not on the device yet.
+//
+// Formula (per row r, n candidates = the whole vocabulary, id order):
+//   temperature > 0: logit_k = div_rn(logit_k, T); p = softmax_canonical(logit);
+//     order = candidates by (p desc, NaN last, id asc) — a total order, so any
+//     correct sort gives the same permutation;
+//     total = sequential add_rn of p in that order;
+//     u = philox_uniform(seed, seq[r], pos[r], draw 0, kPurposeSample);
+//     target = mul_rn(u, total); scan in order with a running add_rn sum and pick
+//     the first id whose running sum is > target; the last id with p > 0 if none
+//     (-1 if every p is 0 or NaN).
+//   temperature <= 0: argmax_lowest of the logits (logits left untouched).
+// Shapes:  logits (R, n), overwritten by the probabilities when T > 0;
+//          seq, pos (R); workspace sample_workspace_ints(n, R) ints; out (R).
+// Thread mapping: temperature — 1 thread / element; softmax — softmax_rows;
+//          sort — one 256-thread block per row, bitonic network over the next
+//          power of two (padding ranks last), __syncthreads between stages;
+//          draw — 1 thread / row (the sequential sums).
+// Matches: reference Temperature + DrawSelector (reference/sampler.cpp) and
+//          GreedySelector for the chain with every other processor off.
+// ============================================================================
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/launch.h"
+
+namespace oracle::kernels {
+
+size_t sample_workspace_ints(int n, int R);
+
+void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, const int* seq,
+                 const int* pos, int* workspace, int* out, cudaStream_t stream = nullptr);
+
+}  // namespace oracle::kernels

@@ -26,8 +26,8 @@ Tokenizer tok512() { return Tokenizer(load_llama2c_tokenizer(fixture("stories260
 int byte_token(uint8_t b) { return 3 + b; }  // tok512: <0x00> is id 3
 
 // Streams `bytes` as byte-fallback tokens; returns the concatenated output.
-std::string stream_bytes(const std::string& bytes, int* n_replaced = nullptr) {
-  StreamingDetokenizer d(tok512(), 5);
+std::string stream_bytes(const Tokenizer& tok, const std::string& bytes, int* n_replaced) {
+  StreamingDetokenizer d(tok, 5);
   std::string out;
   for (char c : bytes) out += d.push(byte_token((uint8_t)c));
   out += d.finish();
@@ -91,22 +91,24 @@ TEST_CASE("streaming any encoded text gives back the text, in complete character
 }
 
 TEST_CASE("ill-formed bytes become one U+FFFD per maximal subpart (Unicode Table 3-8)") {
+  Tokenizer tok = tok512();
   int n = 0;
   // The example of Unicode 15 section 3.9, "U+FFFD Substitution of Maximal Subparts".
-  CHECK(stream_bytes("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64", &n) ==
+  CHECK(stream_bytes(tok, "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64", &n) ==
         "a" + kFFFD + kFFFD + kFFFD + "b" + kFFFD + "c" + kFFFD + kFFFD + "d");
   CHECK(n == 6);
-  CHECK(stream_bytes("\xED\xA0\x80", &n) == kFFFD + kFFFD + kFFFD);  // surrogate
+  CHECK(stream_bytes(tok, "\xED\xA0\x80", &n) == kFFFD + kFFFD + kFFFD);  // surrogate
   CHECK(n == 3);
-  CHECK(stream_bytes("\xC0\xAF", &n) == kFFFD + kFFFD);  // overlong
+  CHECK(stream_bytes(tok, "\xC0\xAF", &n) == kFFFD + kFFFD);  // overlong
   CHECK(n == 2);
-  CHECK(stream_bytes("ok\xE2\x82", &n) == "ok" + kFFFD);  // cut off at the end: finish()
+  CHECK(stream_bytes(tok, "ok\xE2\x82", &n) == "ok" + kFFFD);  // cut off at the end: finish()
   CHECK(n == 1);
-  CHECK(stream_bytes("\xF4\x90\x80\x80", &n) == kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
+  CHECK(stream_bytes(tok, "\xF4\x90\x80\x80", &n) == kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
   CHECK(n == 4);
 }
 
 TEST_CASE("random bytes always come out as valid UTF-8, replaced only when ill-formed") {
+  Tokenizer tok = tok512();
   std::mt19937 rng(424242);
   std::uniform_int_distribution<int> len(0, 12), byte(0, 255), kind(0, 3);
   const char* const valid[] = {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
@@ -117,7 +119,7 @@ TEST_CASE("random bytes always come out as valid UTF-8, replaced only when ill-f
       else bytes += valid[kind(rng)];
     }
     int replaced = 0;
-    std::string out = stream_bytes(bytes, &replaced);
+    std::string out = stream_bytes(tok, bytes, &replaced);
     INFO("bytes of length " << bytes.size());
     REQUIRE(utf8_valid(out));
     REQUIRE((replaced == 0) == utf8_valid(bytes));

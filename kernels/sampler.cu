@@ -55,9 +55,16 @@ __global__ void sort_by_prob_kernel(const float* probs, int n, int n_pad, int* o
     }
 }
 
+// u[r] = philox_uniform(seed, seq[r], pos[r], draw 0, purpose).
+__global__ void uniform_kernel(uint64_t seed, const int* seq, const int* pos, uint32_t purpose, int R,
+                               float* u) {
+  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < R) u[r] = oracle::rng::philox_uniform(seed, (uint32_t)seq[r], (uint32_t)pos[r], 0, purpose);
+}
+
 // One thread per row: the inverse-CDF scan in rank order.
-__global__ void draw_kernel(const float* probs, int n, int n_pad, const int* order, int R, uint64_t seed,
-                            const int* seq, const int* pos, int* out) {
+__global__ void draw_kernel(const float* probs, int n, int n_pad, const int* order, int R, const float* u,
+                            int* out) {
   using namespace oracle::num;
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
@@ -65,9 +72,7 @@ __global__ void draw_kernel(const float* probs, int n, int n_pad, const int* ord
   const int* idx = order + r * n_pad;
   float total = 0.0f;
   for (int i = 0; i < n; i++) total = add_rn(total, p[idx[i]]);
-  const float u = oracle::rng::philox_uniform(seed, (uint32_t)seq[r], (uint32_t)pos[r], 0,
-                                              oracle::rng::kPurposeSample);
-  const float target = mul_rn(u, total);
+  const float target = mul_rn(u[r], total);
   float run = 0.0f;
   int selected = -1;
   for (int i = 0; i < n; i++) {
@@ -90,7 +95,30 @@ LaunchConfig config(unsigned grid, unsigned block, bool sync, cudaStream_t strea
 
 }  // namespace
 
-size_t sample_workspace_ints(int n, int R) { return (size_t)pow2_at_least(n) * (R > 0 ? R : 1); }
+int rank_order_stride(int n) { return pow2_at_least(n); }
+
+void rank_sort_rows(const float* probs, int n, int R, int* order, cudaStream_t stream) {
+  if (R > 0) launch(config(R, kThreads, true, stream), sort_by_prob_kernel, probs, n, pow2_at_least(n), order);
+}
+
+void draw_rows(const float* probs, int n, int R, const int* order, const float* u, int* out,
+               cudaStream_t stream) {
+  if (R > 0)
+    launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, probs, n, pow2_at_least(n),
+           order, R, u, out);
+}
+
+void philox_uniforms(uint64_t seed, const int* seq, const int* pos, uint32_t purpose, int R, float* u,
+                     cudaStream_t stream) {
+  if (R > 0)
+    launch(config(blocks_for(R, kThreads), kThreads, false, stream), uniform_kernel, seed, seq, pos, purpose,
+           R, u);
+}
+
+size_t sample_workspace_ints(int n, int R) {
+  const int rows = R > 0 ? R : 1;
+  return (size_t)pow2_at_least(n) * rows + (size_t)rows;  // rank orders, then the uniforms (as float bits)
+}
 
 void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, const int* seq,
                  const int* pos, int* workspace, int* out, cudaStream_t stream) {
@@ -100,13 +128,14 @@ void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, 
     return;
   }
   const long long total = (long long)n * R;
-  const int n_pad = pow2_at_least(n);
+  int* order = workspace;
+  float* u = reinterpret_cast<float*>(workspace + (size_t)pow2_at_least(n) * R);
   launch(config(blocks_for(total, kThreads), kThreads, false, stream), temperature_kernel, logits, total,
          temperature);
   softmax_rows(logits, nullptr, n, R, stream);
-  launch(config(R, kThreads, true, stream), sort_by_prob_kernel, (const float*)logits, n, n_pad, workspace);
-  launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, (const float*)logits, n,
-         n_pad, (const int*)workspace, R, seed, seq, pos, out);
+  rank_sort_rows(logits, n, R, order, stream);
+  philox_uniforms(seed, seq, pos, oracle::rng::kPurposeSample, R, u, stream);
+  draw_rows(logits, n, R, order, u, out, stream);
 }
 
 }  // namespace oracle::kernels

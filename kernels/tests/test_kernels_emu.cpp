@@ -490,3 +490,55 @@ TEST_CASE("device sampler equals the reference chain (temperature + draw, greedy
       }
     }
 }
+
+// ---- speculative verification ------------------------------------------------------------
+#include "kernels/speculative.cuh"
+#include "reference/speculative.h"
+
+namespace {
+// A processed-like distribution: softmax of random logits with some ids masked to 0.
+Floats random_distribution(std::mt19937& rng, int vocab, float scale) {
+  Floats x = random_floats(rng, vocab, scale);
+  for (int i = 0; i < vocab; i++)
+    if (rng() % 5 == 0 && i != 0) x[i] = -num::inf_f32();
+  num::softmax_canonical(x.data(), vocab);
+  return x;
+}
+}  // namespace
+
+TEST_CASE("device speculative verification equals speculative_step", "[emu][speculative]") {
+  std::mt19937 rng(1000);
+  int cases = 0, rejections = 0, bonuses = 0;
+  for (int vocab : {7, 100, 512})
+    for (int k : {0, 1, 3, 5})
+      for (int trial = 0; trial < 6; trial++) {
+        Floats p, q;
+        std::vector<int> drafts;
+        for (int i = 0; i <= k; i++) {
+          Floats pi = random_distribution(rng, vocab, trial % 2 ? 8.0f : 2.0f);
+          p.insert(p.end(), pi.begin(), pi.end());
+          if (i == k) break;
+          Floats qi = trial == 5 ? pi : random_distribution(rng, vocab, 3.0f);  // trial 5: q = p
+          q.insert(q.end(), qi.begin(), qi.end());
+          drafts.push_back((int)(rng() % vocab));
+        }
+        const uint64_t seed = 77 + (uint64_t)trial;
+        const int seq = trial, position = 3 + 11 * trial;
+        SpecStep want = speculative_step(p, q, drafts, vocab, rng::RngKey{seed, (uint32_t)seq, (uint32_t)position});
+        Dev<float> dp(p), dq(q.empty() ? Floats(1) : q), wf(k::speculative_workspace_floats(k, vocab));
+        Dev<int> dd(drafts.empty() ? std::vector<int>(1) : drafts), wi(k::speculative_workspace_ints(k, vocab)),
+            dout(k + 2);
+        k::speculative_verify(dp.get(), dq.get(), dd.get(), k, vocab, seed, seq, position, wf.get(), wi.get(),
+                              dout.get());
+        std::vector<int> out = dout.host();
+        INFO("vocab=" << vocab << " k=" << k << " trial " << trial);
+        REQUIRE(out[0] == want.accepted);
+        CHECK(std::vector<int>(out.begin() + 1, out.begin() + 2 + out[0]) == want.tokens);
+        cases++;
+        rejections += want.accepted < k;
+        bonuses += want.accepted == k;
+      }
+  INFO("cases " << cases << " with a rejection " << rejections << " ending in a bonus " << bonuses);
+  CHECK(rejections > 10);  // both branches are exercised
+  CHECK(bonuses > 10);
+}

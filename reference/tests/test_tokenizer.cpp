@@ -163,15 +163,20 @@ TEST_CASE("tok512.bin loads as a SentencePiece vocabulary in GGUF form") {
   CHECK(v.eos_id == 2);
 }
 
-TEST_CASE("tok512.bin equals the vocabulary llama.cpp's converter embedded in stories260K.gguf") {
-  Vocab a = load_llama2c_tokenizer(fixture("stories260K/tok512.bin"), 512);
-  Vocab b = load_gguf_vocab(fixture("gguf/stories260K.gguf"));
-  REQUIRE(a.tokens.size() == b.tokens.size());
-  for (size_t i = 0; i < a.tokens.size(); i++) {
-    INFO("token " << i << " '" << a.tokens[i] << "' vs '" << b.tokens[i] << "'");
-    REQUIRE(a.tokens[i] == b.tokens[i]);
-    REQUIRE(a.scores[i] == b.scores[i]);
-    REQUIRE(a.token_types[i] == b.token_types[i]);
+TEST_CASE("tokenizer.bin files equal the same vocabularies in GGUF form") {
+  // stories260K.gguf: llama.cpp's llama2c converter; ggml-vocab-llama-spm.gguf: llama.cpp's
+  // HF converter on Llama 2, the tokenizer llama2.c exported as tokenizer.bin.
+  for (auto [bin, gguf] : {std::pair{"stories260K/tok512.bin", "gguf/stories260K.gguf"},
+                           std::pair{"llama2-tokenizer/tokenizer.bin", "vocab-only/ggml-vocab-llama-spm.gguf"}}) {
+    Vocab a = load_llama2c_tokenizer(fixture(bin), 0);
+    Vocab b = load_gguf_vocab(fixture(gguf));
+    REQUIRE(a.tokens.size() == b.tokens.size());
+    for (size_t i = 0; i < a.tokens.size(); i++) {
+      INFO(bin << " token " << i << " '" << a.tokens[i] << "' vs '" << b.tokens[i] << "'");
+      REQUIRE(a.tokens[i] == b.tokens[i]);
+      REQUIRE(a.scores[i] == b.scores[i]);
+      REQUIRE(a.token_types[i] == b.token_types[i]);
+    }
   }
 }
 

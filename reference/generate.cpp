@@ -1,6 +1,8 @@
 // The generation loop (generate.h): one request alone, or many decoded together.
 #include "reference/generate.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "reference/errors.h"
@@ -97,6 +99,17 @@ class Request {
   GenerationResult result_;
 };
 
+// The prompt in one forward call, or in chunks of `chunk` tokens: the same bits
+// (oracle run --prefill-chunk, scripts/determinism_matrix.sh).
+std::vector<float> prefill(const Model& model, KvCache& kv, std::span<const int> prompt, int chunk,
+                           const ForwardOptions& fo) {
+  if (chunk <= 0) return forward(model, kv, 0, prompt, fo);
+  std::vector<float> logits;  // (vocab) last position of the last chunk
+  for (size_t i = 0; i < prompt.size(); i += (size_t)chunk)
+    logits = forward(model, kv, 0, prompt.subspan(i, std::min((size_t)chunk, prompt.size() - i)), fo);
+  return logits;
+}
+
 std::span<const float> row(const std::vector<float>& logits, int i, int vocab) {
   return std::span<const float>(logits.data() + (size_t)i * (size_t)vocab, (size_t)vocab);
 }
@@ -112,7 +125,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   KvCache kv(model.config, KvCacheOptions{});
   ForwardOptions fo;
   fo.threads = options.threads;
-  std::vector<float> logits = forward(model, kv, 0, req.prompt(), fo);  // (vocab) last position
+  std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
   int next = -1;
   while (req.accept(logits, &next)) logits = forward(model, kv, 0, std::span<const int>(&next, 1), fo);
   return req.take();

@@ -29,6 +29,7 @@ struct GenerateOptions {
   bool stop_on_eos = true;
   bool add_bos = true;
   int threads = 1;                         // forward pass threads: changes no bit
+  int prefill_chunk = 0;                   // > 0: prefill in chunks of this many tokens (changes no bit)
   int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)
   std::function<void(const std::string&)> on_text;  // streamed text, in order
 };

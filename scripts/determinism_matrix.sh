@@ -30,7 +30,7 @@ build() {  # name cxx build_type native
 
 # What must agree: finish reason, prompt and generated ids, every step's logits hash.
 fingerprint() {
-  jq -c '{finish_reason, prompt_ids, generated_ids, steps: [.steps[].logits_sha256]}'
+  jq -c '{finish_reason, prompt_ids, output_ids, steps: [.steps[].logits_sha256]}'
 }
 
 reference=""

@@ -4,16 +4,20 @@ namespace oracle::tools {
 
 // One line per subcommand; each is defined in tools/cmd_<name>.cpp.
 Command setup_version(CLI::App& app);
+Command setup_run(CLI::App& app);
 Command setup_synth(CLI::App& app);
 Command setup_bench(CLI::App& app);
 Command setup_certify(CLI::App& app);
+Command setup_quantize(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
       setup_version(app),
+      setup_run(app),
       setup_synth(app),
       setup_bench(app),
       setup_certify(app),
+      setup_quantize(app),
   };
 }
 

@@ -14,7 +14,7 @@ case $CASE in
     expect_input_error "$WORK/nope.gguf" "open|file|path" -- "${run[@]}" --model "$WORK/nope.gguf" ;;
   truncated_gguf)  # cut inside the metadata
     head -c 200 "$GGUF" >"$WORK/t.gguf"
-    expect_input_error "$WORK/t.gguf" "tokenizer|general|llama|key|trunc" -- "${run[@]}" --model "$WORK/t.gguf" ;;
+    expect_input_error "$WORK/t.gguf" "n_kv|tokenizer|general|llama|key|trunc" -- "${run[@]}" --model "$WORK/t.gguf" ;;
   truncated_bin)  # llama2.c header intact, weights cut short
     head -c 500000 "$BIN" >"$WORK/t.bin"
     expect_input_error "$WORK/t.bin" "size|weights|trunc|token_embedding|bytes" -- \

@@ -3,7 +3,7 @@
 # Usage: cli_run.sh ORACLE SHARED CASE
 source "$(dirname "$0")/lib.sh"
 CASE=$3
-fingerprint() { jq -c '{prompt_ids, generated_ids, finish_reason, steps: [.steps[].logits_sha256]}' "$1"; }
+fingerprint() { jq -c '{prompt_ids, output_ids, finish_reason, steps: [.steps[].logits_sha256]}' "$1"; }
 
 case $CASE in
   default_text)  # no --model: the embedded model streams text, exit 0
@@ -16,10 +16,10 @@ case $CASE in
     "$ORACLE" run --prompt "hi" --max-tokens 8 --json >"$WORK/r.json"
     jq -e '(.model_sha256 | test("^[0-9a-f]{64}$")) and (.tokenizer_sha256 | test("^[0-9a-f]{64}$"))
            and (.prompt_ids | length) >= 1 and (.prompt_ids[0] == 1)
-           and (.steps | length) == (.generated_ids | length)
+           and (.steps | length) == (.output_ids | length)
            and all(.steps[]; .logits_sha256 | test("^[0-9a-f]{64}$"))
            and (.text | type) == "string"
-           and (.finish_reason == "length" or .finish_reason == "eos" or .finish_reason == "stop")' \
+           and (.finish_reason == "length" or .finish_reason == "stop")' \
       "$WORK/r.json" >/dev/null || fail "schema: $(cat "$WORK/r.json")"
     ;;
   repeatable)  # two runs of the same command print the same JSON, byte for byte
@@ -45,17 +45,17 @@ case $CASE in
     EXPECTED="$MODELS/stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt"
     need_fixture "$BIN"; need_fixture "$EXPECTED"
     "$ORACLE" run --model "$BIN" --prompt "Once upon a time" --max-tokens 200 --temperature 0 --json >"$WORK/r.json"
-    got=$(jq -r '(.prompt_ids[1:] + .generated_ids)[:200] | map(tostring) | join(" ")' "$WORK/r.json")
+    got=$(jq -r '(.prompt_ids[1:] + .output_ids)[:200] | map(tostring) | join(" ")' "$WORK/r.json")
     want=$(tr -s ' \n' ' ' <"$EXPECTED" | sed 's/ $//')
     [ "$got" = "$want" ] || fail "ids differ from llama2.c:
 got:  ${got:0:300}
 want: ${want:0:300}"
     ;;
-  stories260K_llama2c_text)  # text of the empty-prompt run equals llama2.c's transcript
+  stories260K_llama2c_text)  # text of the empty-prompt run (256 steps) equals llama2.c's transcript
     BIN="$MODELS/stories260K/stories260K.bin"
     EXPECTED="$MODELS/stories260K/expected_greedy_empty_prompt_256steps.txt"
     need_fixture "$BIN"; need_fixture "$EXPECTED"
-    "$ORACLE" run --model "$BIN" --prompt "" --max-tokens 255 --temperature 0 >"$WORK/out.txt"
+    "$ORACLE" run --model "$BIN" --prompt "" --max-tokens 256 --temperature 0 >"$WORK/out.txt"
     cmp "$WORK/out.txt" "$EXPECTED" || fail "text differs: $(diff "$WORK/out.txt" "$EXPECTED" | head -5)"
     ;;
   prefill_chunks)  # prefill in chunks of 1, 3, 7 tokens gives the one-pass logits

@@ -18,7 +18,7 @@ case $CASE in
   gqa_runs)  # the GQA preset loads and generates (untied output head, 8 heads / 2 KV heads)
     "$ORACLE" synth --preset gqa -o "$WORK/g.gguf" >/dev/null
     "$ORACLE" run --model "$WORK/g.gguf" --prompt "hello" --max-tokens 8 --json >"$WORK/g.json"
-    [ "$(jq '.generated_ids | length' "$WORK/g.json")" -ge 1 ] || fail "no tokens generated"
+    [ "$(jq '.output_ids | length' "$WORK/g.json")" -ge 1 ] || fail "no tokens generated"
     ;;
   stories15m_llama2_tokenizer)  # stories15M shape with the real 32000-piece Llama 2 vocabulary
     TOK="$MODELS/llama2-tokenizer/tokenizer.bin"

@@ -1,0 +1,102 @@
+// oracle run: generate text from a prompt with the bit-exact CPU reference, a
+// thin layer over reference/generate.h (docs/cli.md#run).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "reference/errors.h"
+#include "reference/generate.h"
+#include "tools/commands.h"
+#include "tools/model_args.h"
+
+namespace oracle::tools {
+
+struct RunOptions {
+  ModelArgs model;
+  std::string prompt = "Once upon a time";
+  GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
+  bool ignore_eos = false;
+  bool json = false;
+};
+
+// The prompt must leave room in the context: checked here (naming the model and
+// --context) before generate() would reject it.
+static void check_prompt_fits(const LoadedModel& lm, const RunOptions& o) {
+  const std::vector<int> ids = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
+  const int context = lm.model.config.seq_len;
+  require_input((int)ids.size() < context, lm.model.path, "context_length",
+                "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " +
+                    std::to_string(context) + " positions (raise --context or shorten --prompt)");
+}
+
+static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
+                               const GenerationResult& r) {
+  nlohmann::json j = r;
+  j["model"] = lm.model.path;
+  j["model_format"] = lm.model.format;
+  j["model_sha256"] = lm.model.sha256;
+  j["tokenizer"] = lm.tokenizer_source;
+  j["tokenizer_sha256"] = lm.tokenizer_sha256;
+  j["prompt"] = o.prompt;
+  j["max_tokens"] = o.gen.max_tokens;
+  j["context"] = lm.model.config.seq_len;
+  j["threads"] = o.gen.threads;
+  return j;
+}
+
+int run_run(const RunOptions& o) {
+  const LoadedModel lm = load_model_and_tokenizer(o.model);
+  check_prompt_fits(lm, o);
+  GenerateOptions gen = o.gen;
+  gen.threads = o.model.threads;
+  gen.stop_on_eos = !o.ignore_eos;
+  if (!o.json)
+    gen.on_text = [](const std::string& text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    };
+  const GenerationResult r = generate(lm.model, lm.tokenizer, o.prompt, gen);
+  if (o.json) {
+    const std::string out = run_json(lm, o, r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("%s\n", out.c_str());
+  } else {
+    std::printf("\n");
+  }
+  return kExitOk;
+}
+
+// ---- options ------------------------------------------------------------------------
+static void add_sampler_options(CLI::App* sub, SamplerConfig& s) {
+  sub->add_option("--temperature", s.temperature, "0: greedy (argmax, ties to the lowest id)");
+  sub->add_option("--preset", s.preset, "Sampler semantics: llamacpp or hf");
+  sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)");
+  sub->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)");
+  sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability (0: off)");
+  sub->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");
+  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
+  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
+  sub->add_option("--penalty-window", s.penalty_window, "Last N tokens penalised (-1: all)");
+  sub->add_option("--seed", s.seed, "Sampling seed (Philox key)");
+}
+
+Command setup_run(CLI::App& app) {
+  auto opts = std::make_shared<RunOptions>();
+  opts->gen.sampler.temperature = 0.0f;
+  auto* sub = app.add_subcommand("run", "Generate text with the bit-exact CPU reference");
+  add_model_options(sub, opts->model);
+  sub->add_option("--prompt,-p", opts->prompt, "Prompt text");
+  sub->add_option("--max-tokens,-n", opts->gen.max_tokens, "Tokens to generate")
+      ->check(CLI::Range(1, 1 << 24));
+  add_sampler_options(sub, opts->gen.sampler);
+  sub->add_option("--stop", opts->gen.stop_strings, "Stop string (repeatable)");
+  sub->add_flag("--ignore-eos", opts->ignore_eos, "Do not stop on EOS");
+  sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
+      ->check(CLI::Range(0, 1000));
+  sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
+  // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
+  sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")
+      ->check(CLI::NonNegativeNumber)
+      ->group("");
+  return {sub, [opts] { return run_run(*opts); }};
+}
+
+}  // namespace oracle::tools

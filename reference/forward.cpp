@@ -202,7 +202,7 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   return logits;
 }
 
-// Checks ids and room, then appends every row's token to the cache.
+// Checks ids and room, then appends every row's token to the cache (all or none).
 void validate_and_append(Ctx& cx) {
   for (Row& row : cx.rows) {
     require_input(row.token >= 0 && row.token < cx.c.vocab_size, "forward", "token",
@@ -212,7 +212,14 @@ void validate_and_append(Ctx& cx) {
                   "position " + std::to_string(row.pos) + " exceeds the context length " +
                       std::to_string(cx.c.seq_len));
   }
-  for (Row& row : cx.rows) row.pos = cx.kv.append(row.seq, row.token);
+  std::vector<int> start;  // (n) lengths before this call, to undo a failed append
+  for (Row& row : cx.rows) start.push_back(cx.kv.length(row.seq));
+  try {
+    for (Row& row : cx.rows) row.pos = cx.kv.append(row.seq, row.token);
+  } catch (...) {  // e.g. the block pool is exhausted: leave the cache as it was
+    for (size_t r = cx.rows.size(); r-- > 0;) cx.kv.truncate(cx.rows[r].seq, start[r]);
+    throw;
+  }
 }
 
 std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,

@@ -46,6 +46,15 @@ static void tile_scalar(float* out, int ldo, const float* w, const float* x, int
 #ifdef __AVX2__
 // Lanes 0..7 live in lo, lanes 8..15 in hi; _mm256_mul_ps then _mm256_add_ps
 // is exactly mul_rn then add_rn per lane.
+// num::lane_tree_reduce on lanes lo = 0..7, hi = 8..15, same adds:
+// w=8: lo+hi; w=4: low half + high half; w=2: + lanes 2,3; w=1: lane 0 + lane 1.
+static inline float tree_avx2(__m256 lo, __m256 hi) {
+  __m256 s8 = _mm256_add_ps(lo, hi);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
 template <int R, int T>
 static void tile_avx2(float* out, int ldo, const float* w, const float* x, int k) {
   __m256 lo[R][T], hi[R][T];  // (rows, tokens) x 8 lanes each
@@ -54,6 +63,7 @@ static void tile_avx2(float* out, int ldo, const float* w, const float* x, int k
   int k16 = k - k % L;
   for (int kk = 0; kk < k16; kk += L)
     for (int r = 0; r < R; r++) {
+      _mm_prefetch((const char*)(w + r * k + kk + 128), _MM_HINT_T0);  // 512 bytes ahead
       __m256 wl = _mm256_loadu_ps(w + r * k + kk), wh = _mm256_loadu_ps(w + r * k + kk + 8);
       for (int t = 0; t < T; t++) {
         lo[r][t] = _mm256_add_ps(lo[r][t], _mm256_mul_ps(wl, _mm256_loadu_ps(x + t * k + kk)));
@@ -62,6 +72,10 @@ static void tile_avx2(float* out, int ldo, const float* w, const float* x, int k
     }
   for (int r = 0; r < R; r++)
     for (int t = 0; t < T; t++) {
+      if (k16 == k) {  // no tail: the halving tree in registers
+        out[t * ldo + r] = tree_avx2(lo[r][t], hi[r][t]);
+        continue;
+      }
       float acc[L];  // (lanes)
       _mm256_storeu_ps(acc, lo[r][t]);
       _mm256_storeu_ps(acc + 8, hi[r][t]);
@@ -94,27 +108,21 @@ static void tile(float* out, int ldo, const float* w, const float* x, int k) {
   else tile_scalar<R, T>(out, ldo, w, x, k);
 }
 
-// Rows [r0, r1) x all tokens. Tokens are tiled by 64 (keeps x in L2); within a
-// tile one weight row is applied to 4 tokens at a time; single-token calls
-// (decode) take 4 rows at a time instead.
+// Rows [r0, r1) x all tokens. One token (decode): rows one after another, a
+// single sequential weight stream. Several tokens (prefill): blocks of 32 rows
+// (stay in L2) times blocks of 4 tokens (stay in L1), each weight row applied
+// to 4 tokens at once.
 template <bool Simd>
 static void matmul_rows(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
                         int r0, int r1) {
-  for (int t0 = 0; t0 < n_tok; t0 += 64) {
-    int t1 = std::min(n_tok, t0 + 64);
-    for (int i = r0; i < r1;) {
-      const float* wi = w + (long)i * k;
-      if (t1 - t0 == 1 && i + 4 <= r1) {
-        tile<Simd, 4, 1>(out + (long)t0 * n_out + i, n_out, wi, x + (long)t0 * k, k);
-        i += 4;
-        continue;
-      }
-      int t = t0;
-      for (; t + 4 <= t1; t += 4)
-        tile<Simd, 1, 4>(out + (long)t * n_out + i, n_out, wi, x + (long)t * k, k);
-      for (; t < t1; t++) tile<Simd, 1, 1>(out + (long)t * n_out + i, n_out, wi, x + (long)t * k, k);
-      i++;
-    }
+  for (int rb = r0; rb < r1; rb += 32) {
+    int rb1 = std::min(r1, rb + 32), t = 0;
+    for (; t + 4 <= n_tok; t += 4)
+      for (int i = rb; i < rb1; i++)
+        tile<Simd, 1, 4>(out + (long)t * n_out + i, n_out, w + (long)i * k, x + (long)t * k, k);
+    for (; t < n_tok; t++)
+      for (int i = rb; i < rb1; i++)
+        tile<Simd, 1, 1>(out + (long)t * n_out + i, n_out, w + (long)i * k, x + (long)t * k, k);
   }
 }
 

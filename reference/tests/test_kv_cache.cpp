@@ -1,0 +1,207 @@
+// KV cache: paged equals contiguous for every block size; rollback leaves the
+// state as if the removed tokens were never appended; fork shares blocks and
+// copies on write; the prefix cache reuses K/V without recomputing it; the
+// memory report counts shared blocks once.
+#include <catch2/catch.hpp>
+
+#include "bit_compare.h"
+#include "forward_test_util.h"
+#include "reference/errors.h"
+
+using namespace oracle;
+using namespace oracle::test;
+
+namespace {
+KvCacheOptions paged(int block_size, int max_seqs = 1, bool prefix_cache = true) {
+  KvCacheOptions o;
+  o.paged = true;
+  o.block_size = block_size;
+  o.max_seqs = max_seqs;
+  o.prefix_cache = prefix_cache;
+  return o;
+}
+
+std::vector<int> concat(std::span<const int> a, std::span<const int> b) {
+  std::vector<int> v(a.begin(), a.end());
+  v.insert(v.end(), b.begin(), b.end());
+  return v;
+}
+
+// Logits rows [first, first + n) of an (N, vocab) block.
+std::span<const float> rows(const std::vector<float>& all, int first, int n, int vocab) {
+  return std::span<const float>(all).subspan((size_t)first * vocab, (size_t)n * vocab);
+}
+
+const Model& stories() {
+  static Model m = fixture_model("stories260K/stories260K.bin");
+  return m;
+}
+}  // namespace
+
+TEST_CASE("paged KV equals contiguous for block sizes 1, 3, 16, 64", "[kv][paged]") {
+  const Model& m = stories();
+  auto toks = test_tokens(m, 90);
+  auto want = run_fresh(m, toks, 90);
+  for (int bs : {1, 3, 16, 64})
+    for (int chunk : {1, 7, 90}) {
+      INFO("block size " << bs << ", chunk " << chunk);
+      CHECK(first_bit_mismatch(run_fresh(m, toks, chunk, paged(bs)), want) == "");
+    }
+}
+
+TEST_CASE("memory report: bytes per token and fragmentation", "[kv][report]") {
+  const Model& m = stories();
+  const Config& c = m.config;
+  KvCache kv(c, paged(16));
+  run_chunks(m, kv, 0, test_tokens(m, 20), 20);
+  KvMemoryReport r = kv.memory_report();
+  CHECK(r.bytes_per_token == 2ull * c.n_layers * c.n_kv_heads * c.head_dim * sizeof(float));
+  CHECK(r.blocks_used == 2);
+  CHECK(r.blocks_total == (c.seq_len + 15) / 16);
+  CHECK(r.blocks_free == r.blocks_total - 2);
+  CHECK(r.tokens_stored == 20);
+  CHECK(r.internal_fragmentation == Approx(12.0 / 32.0));
+}
+
+TEST_CASE("rollback: truncate then append equals a run that never saw the removed tokens", "[kv][rollback]") {
+  const Model& m = stories();
+  auto a = test_tokens(m, 40, 1), b = test_tokens(m, 25, 2);
+  for (int n : {0, 1, 16, 17, 39})
+    for (KvCacheOptions ko : {KvCacheOptions{}, paged(1), paged(3), paged(16)}) {
+      INFO("truncate to " << n << ", paged " << ko.paged << " block " << ko.block_size);
+      auto fresh_tokens = concat(std::span<const int>(a).first(n), b);
+      KvCache fresh(m.config, ko);
+      auto want = run_chunks(m, fresh, 0, fresh_tokens, 9);
+      KvCache kv(m.config, ko);
+      run_chunks(m, kv, 0, a, 40);
+      kv.truncate(0, n);
+      REQUIRE(kv.length(0) == n);
+      auto got = run_chunks(m, kv, 0, b, 4);
+      CHECK(first_bit_mismatch(got, rows(want, n, 25, m.config.vocab_size)) == "");
+      auto tk = kv.tokens(0);
+      CHECK(std::vector<int>(tk.begin(), tk.end()) == fresh_tokens);
+      CHECK(kv.memory_report().blocks_used == fresh.memory_report().blocks_used);
+      CHECK(kv.memory_report().tokens_stored == fresh.memory_report().tokens_stored);
+    }
+}
+
+TEST_CASE("fork + copy-on-write: diverging sequences each equal their solo run", "[kv][cow]") {
+  const Model& m = stories();
+  int V = m.config.vocab_size;
+  auto prefix = test_tokens(m, 37, 3), s0 = test_tokens(m, 20, 4), s1 = test_tokens(m, 20, 5);
+  auto want0 = run_fresh(m, concat(prefix, s0), 1), want1 = run_fresh(m, concat(prefix, s1), 1);
+  for (int bs : {1, 3, 16}) {
+    INFO("block size " << bs);
+    KvCache kv(m.config, paged(bs, 2));
+    run_chunks(m, kv, 0, prefix, 37);
+    kv.fork(0, 1);
+    KvMemoryReport shared = kv.memory_report();
+    CHECK(shared.blocks_used == (37 + bs - 1) / bs);  // prefix stored once
+    CHECK(shared.tokens_stored == 37);
+    CHECK(shared.tokens_logical == 74);
+    for (int i = 0; i < 20; i++) {  // interleave so each write hits a shared block
+      auto l0 = forward(m, kv, 0, std::span<const int>(&s0[i], 1));
+      auto l1 = forward(m, kv, 1, std::span<const int>(&s1[i], 1));
+      INFO("step " << i);
+      REQUIRE(first_bit_mismatch(l0, rows(want0, 37 + i, 1, V)) == "");
+      REQUIRE(first_bit_mismatch(l1, rows(want1, 37 + i, 1, V)) == "");
+    }
+    KvMemoryReport after = kv.memory_report();
+    CHECK(after.blocks_used == 37 / bs + 2 * ((57 + bs - 1) / bs - 37 / bs));
+  }
+}
+
+TEST_CASE("rollback into a shared block leaves the other sequence intact", "[kv][rollback][cow]") {
+  const Model& m = stories();
+  int V = m.config.vocab_size;
+  auto a = test_tokens(m, 40, 6), b = test_tokens(m, 10, 7), c = test_tokens(m, 10, 8);
+  auto want_a = run_fresh(m, concat(a, c), 50);
+  auto want_b = run_fresh(m, concat(std::span<const int>(a).first(21), b), 31);
+  KvCache kv(m.config, paged(16, 2));
+  run_chunks(m, kv, 0, a, 40);
+  kv.fork(0, 1);
+  kv.truncate(1, 21);  // inside the shared second block
+  CHECK(first_bit_mismatch(run_chunks(m, kv, 1, b, 3), rows(want_b, 21, 10, V)) == "");
+  CHECK(first_bit_mismatch(run_chunks(m, kv, 0, c, 3), rows(want_a, 40, 10, V)) == "");
+}
+
+TEST_CASE("prefix cache: a new sequence reuses cached blocks without recomputing them", "[kv][prefix]") {
+  const Model& m = stories();
+  int V = m.config.vocab_size;
+  auto prompt = test_tokens(m, 50, 9);
+  auto want = run_fresh(m, prompt, 50);
+  for (bool release_first : {false, true}) {
+    INFO("first sequence released before the second attaches: " << release_first);
+    KvCache kv(m.config, paged(16, 2));
+    run_chunks(m, kv, 0, prompt, 50);
+    if (release_first) kv.release(0);
+    int reused = kv.attach_prefix(1, prompt);
+    CHECK(reused == 48);  // 3 full blocks; >= 1 token left to run
+    CHECK(kv.memory_report().prefix_hits == 3);
+    int traced_rows = 0;
+    Trace tr;
+    tr.emit = [&](const std::string& name, int, std::span<const float>) { traced_rows += name == "blk.0.q"; };
+    ForwardOptions o;
+    o.all_logits = true;
+    o.trace = &tr;
+    auto got = forward(m, kv, 1, std::span<const int>(prompt).subspan(reused), o);
+    CHECK(traced_rows == 2);  // only positions 48 and 49 were computed
+    CHECK(first_bit_mismatch(got, rows(want, 48, 2, V)) == "");
+    CHECK(kv.memory_report().blocks_used == (release_first ? 4 : 5));
+  }
+}
+
+TEST_CASE("prefix cache misses on different tokens and on evicted blocks", "[kv][prefix]") {
+  const Model& m = stories();
+  auto prompt = test_tokens(m, 40, 10), other = test_tokens(m, 40, 11);
+  KvCacheOptions ko = paged(16, 2);
+  ko.max_tokens = 64;  // 4 blocks
+  KvCache kv(m.config, ko);
+  run_chunks(m, kv, 0, prompt, 40);
+  CHECK(kv.attach_prefix(1, other) == 0);
+  kv.release(0);
+  CHECK(kv.memory_report().blocks_cached == 2);
+  // `other` needs 3 blocks: the free one, then evicts the cached ones deepest
+  // first (a release frees a sequence's blocks from its end).
+  run_chunks(m, kv, 0, other, 40);
+  CHECK(kv.memory_report().blocks_cached == 1);
+  CHECK(kv.attach_prefix(1, prompt) == 16);  // only the first block survived
+  kv.release(0);
+  auto want = run_fresh(m, prompt, 40);
+  auto got = run_chunks(m, kv, 1, std::span<const int>(prompt).subspan(16), 5);
+  CHECK(first_bit_mismatch(got, rows(want, 16, 24, m.config.vocab_size)) == "");
+  CHECK_THROWS_WITH(run_chunks(m, kv, 0, other, 40), Catch::Contains("max_tokens"));
+  CHECK(kv.length(0) == 0);  // a failed forward appends nothing
+  CHECK(kv.memory_report().blocks_used == 3);
+}
+
+TEST_CASE("memory report: prompts sharing a long prefix store it once", "[kv][prefix][report]") {
+  const Model& m = stories();
+  int V = m.config.vocab_size, n_seqs = 4;
+  auto prefix = test_tokens(m, 64, 12);
+  KvCache kv(m.config, paged(16, n_seqs));
+  for (int s = 0; s < n_seqs; s++) {
+    auto prompt = concat(prefix, test_tokens(m, 5 + s, 20 + s));
+    int reused = kv.attach_prefix(s, prompt);
+    CHECK(reused == (s == 0 ? 0 : 64));
+    auto got = forward(m, kv, s, std::span<const int>(prompt).subspan(reused));
+    CHECK(first_bit_mismatch(got, rows(run_fresh(m, prompt, 1), (int)prompt.size() - 1, 1, V)) == "");
+  }
+  KvMemoryReport r = kv.memory_report();
+  CHECK(r.blocks_used == 4 + n_seqs);  // 4 prefix blocks once + one suffix block each
+  CHECK(r.tokens_stored == 64 + 5 + 6 + 7 + 8);
+  CHECK(r.tokens_logical == 4 * 64 + 5 + 6 + 7 + 8);
+  CHECK(r.prefix_hits == 3 * 4);
+}
+
+TEST_CASE("KV cache rejects bad arguments naming the field", "[kv][errors]") {
+  const Model& m = stories();
+  KvCache kv(m.config, paged(16, 2));
+  run_chunks(m, kv, 0, test_tokens(m, 5), 5);
+  CHECK_THROWS_WITH(kv.truncate(0, 6), Catch::Contains("n"));
+  CHECK_THROWS_WITH(kv.length(2), Catch::Contains("seq"));
+  CHECK_THROWS_WITH(kv.fork(1, 0), Catch::Contains("dst"));
+  CHECK_THROWS_WITH(kv.attach_prefix(0, test_tokens(m, 40)), Catch::Contains("seq"));
+  KvCacheOptions bad = paged(0);
+  CHECK_THROWS_WITH(KvCache(m.config, bad), Catch::Contains("block_size"));
+}

@@ -11,6 +11,7 @@
 // s = max|x| / 127, then q = round_half_away(x / s) as int8 (all 0 if s == 0).
 // ============================================================================
 #include <cstdint>
+#include <string>
 
 #include "reference/model.h"
 
@@ -33,6 +34,20 @@ void quantize_row_i8_row(const float* x, int64_t n, uint8_t* dst);  // 4 + n byt
 // I8_ROW quantize-then-dequantize in place: x[k] = s * q[k] (int8 KV cache).
 // Same values as dequantize_row(I8_ROW, quantize_row_i8_row(x)).
 void int8_row_roundtrip(float* x, int n);
+
+// ---- whole files (quantize_gguf.cpp) ---------------------------------------------
+struct QuantizeReport {
+  int quantized = 0;  // tensors converted to the target type
+  int kept = 0;       // tensors copied unchanged (1-D: norms)
+};
+
+// Reads a GGUF (F32/F16/BF16 weights), writes a GGUF with every matrix (2-D
+// tensor) quantized to `type` and everything else copied: metadata verbatim
+// plus general.file_type (llama.cpp's code for Q8_0/Q4_0/Q4_K; for I8_ROW
+// the source's is kept), general.quantization_version = 2 and
+// oracle.quantized_type = the type name. A matrix whose rows are not
+// whole blocks is an InputError naming the tensor (use I8_ROW for those).
+QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_path, DType type);
 
 // C's roundf: nearest integer, halves away from zero (|v| < 2^23 is exact).
 float round_half_away(float v);

@@ -314,6 +314,26 @@ TEST_CASE("GPT-2 pre-tokenizer follows the regex") {
   CHECK(gpt2_pretokenize("").empty());
 }
 
+TEST_CASE("GPT-2 encoding equals OpenAI's encoder.py algorithm on many scripts (fixture)") {
+  Tokenizer tok(load_gguf_vocab(fixture("vocab-only/ggml-vocab-gpt-2.gguf")));
+  std::istringstream lines(slurp(data_file("gpt2_expected_ids.txt")));
+  int n = 0, failures = 0;
+  for (std::string line; std::getline(lines, line); n++) {
+    std::istringstream f(line);
+    std::string hex, text;
+    f >> hex;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) text += (char)std::stoi(hex.substr(i, 2), nullptr, 16);
+    std::vector<int> want, got = tok.encode(text, false);
+    for (int id; f >> id;) want.push_back(id);
+    if (got != want && ++failures <= 5)
+      FAIL_CHECK("text '" << text << "' (hex " << hex << ")\n  encoder.py:" << ids_text(want)
+                          << "\n  oracle:    " << ids_text(got));
+    if (tok.decode(got) != text && ++failures <= 5) FAIL_CHECK("round trip of '" << text << "'");
+  }
+  CHECK(n == 300);
+  CHECK(failures == 0);
+}
+
 TEST_CASE("GPT-2 decoding undoes the byte mapping; round trips on random text") {
   Tokenizer tok(load_gguf_vocab(fixture("vocab-only/ggml-vocab-gpt-2.gguf")));
   CHECK(tok.encode("Hello world", false) == std::vector<int>{15496, 995});

@@ -24,9 +24,12 @@
 //          block block_table[s, j / block_size], slot j % block_size.
 //          workspace: attention_workspace_floats(...) floats, laid out as
 //          ml (T, n_heads, n_chunks, 2) then o (T, n_heads, n_chunks, head_dim).
-// Thread mapping: partial kernel — one thread per (query, head, chunk);
-//          merge kernel — one thread per (query, head, d); kv_store — one
-//          thread per (token, element). 128 threads per block.
+// Thread mapping: partial kernel v1 (Naive) — one thread per (query, head,
+//          chunk), 128 per block; v2 (Tiled) — block = one warp of 32
+//          consecutive queries, grid (query groups, heads, chunks), the chunk's
+//          K/V staged in shared memory (2 * 32 * head_dim floats) when the
+//          warp's queries share a sequence; merge kernel — one thread per
+//          (query, head, d); kv_store — one thread per (token, element).
 // Reduction order: as in the formula; dot_canonical runs sequentially in one
 //          thread (reference/numerics.h, the same function the reference calls).
 // Matches: the reference attention (ops_spec.md "Attention") bit for bit, for
@@ -66,9 +69,15 @@ inline size_t attention_workspace_floats(int T, const AttentionShape& s, int max
   return (size_t)T * s.n_heads * attention_chunks(max_pos) * (2 + s.head_dim);
 }
 
+// Partial-kernel versions (same bits): Naive = v1, one thread per (query,
+// head, chunk) reading the pools; Tiled = v2, a warp of 32 consecutive queries
+// per (head, chunk) staging the chunk's K/V in shared memory when the 32
+// queries share a sequence (prefill). Auto: Tiled when T > 1.
+enum class AttentionVersion { Auto, Naive, Tiled };
+
 // max_pos: an upper bound of pos[0..T) known on the host (sizes the chunk grid).
 void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
                int max_pos, const AttentionShape& shape, float* workspace, float* out,
-               cudaStream_t stream = nullptr);
+               cudaStream_t stream = nullptr, AttentionVersion version = AttentionVersion::Auto);
 
 }  // namespace oracle::kernels

@@ -20,6 +20,13 @@
 #include <cuda_runtime.h>
 #endif
 
+// Dynamic shared memory of the launch (LaunchConfig::shared_bytes) as `type* name`.
+#if defined(ORACLE_CUDA_EMULATION)
+#define ORACLE_DYNAMIC_SHARED(type, name) type* name = static_cast<type*>(::emu::dynamic_shared())
+#else
+#define ORACLE_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 namespace oracle::kernels {
 
 struct LaunchConfig {

@@ -340,6 +340,7 @@ TEST_CASE("argmax_rows kernel equals argmax_lowest (ties, NaN, empty rows)", "[e
 // ---- attention over the paged KV cache -------------------------------------------------------
 namespace {
 struct AttnParams {
+  k::AttentionVersion version;
   int n_heads, n_kv, hd, block_size;
   std::vector<int> seq_lens;  // tokens per sequence (all stored in the cache)
   int decode_seq;             // this sequence contributes all its positions as queries (prefill)
@@ -429,7 +430,7 @@ OpOutputs run_attention(const AttnParams& P, uint32_t s) {
   k::AttentionShape shape{P.n_heads, P.n_kv, P.hd};
   Dev<float> dq(Q), dout((size_t)T * qdim), ws(k::attention_workspace_floats(T, shape, max_pos));
   Dev<int> dseq(qseq), dpos(qpos);
-  k::attention(dq.get(), kv, dseq.get(), dpos.get(), T, max_pos, shape, ws.get(), dout.get());
+  k::attention(dq.get(), kv, dseq.get(), dpos.get(), T, max_pos, shape, ws.get(), dout.get(), nullptr, P.version);
   o.kernel = dout.host();
   return o;
 }
@@ -439,12 +440,14 @@ TEST_CASE("paged attention kernels are bit-exact (prefill + decode batch, GQA, b
   std::vector<OpCase> cases;
   uint32_t seed = 800;
   const int heads[][3] = {{2, 2, 8}, {4, 2, 64}, {8, 2, 16}, {8, 1, 8}, {4, 4, 128}};
-  for (auto& h : heads)
-    for (int bs : {1, 3, 16}) {
-      AttnParams p{h[0], h[1], h[2], bs, {1, 31, 33, 70}, (int)(seed % 4)};
-      cases.push_back({shape_label("attention", {{"heads", h[0]}, {"kv", h[1]}, {"hd", h[2]}, {"block", bs}}),
-                       seed++, [p](uint32_t s) { return run_attention(p, s); }});
-    }
+  for (auto version : {k::AttentionVersion::Naive, k::AttentionVersion::Tiled})
+    for (auto& h : heads)
+      for (int bs : {1, 3, 16}) {
+        AttnParams p{version, h[0], h[1], h[2], bs, {1, 31, 33, 70}, (int)(seed % 4)};
+        const long v = version == k::AttentionVersion::Tiled ? 2 : 1;
+        cases.push_back({shape_label("attention", {{"v", v}, {"heads", h[0]}, {"kv", h[1]}, {"hd", h[2]}, {"block", bs}}),
+                         seed++, [p](uint32_t s) { return run_attention(p, s); }});
+      }
   check_cases(cases);
 }
 

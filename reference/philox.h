@@ -72,6 +72,7 @@ enum Purpose : uint32_t {
   kPurposeSample = 0,       // the token draw of the sampler chain
   kPurposeSpecAccept = 1,   // speculative decoding: accept/reject uniform
   kPurposeSpecResample = 2, // speculative decoding: residual-distribution draw
+  kPurposeSpecDraft = 3,    // speculative decoding: the draft model's token draw
 };
 
 ORACLE_HD PhiloxKey key_from_seed(uint64_t seed) {

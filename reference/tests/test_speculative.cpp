@@ -1,0 +1,207 @@
+// Speculative decoding: greedy speculative output equals plain greedy output
+// bit for bit (both roles of the real pair stories260K / llama2xs, k = 1..8,
+// paged and contiguous caches, and the n-gram drafter); the emitted-token
+// distribution of one step, computed exactly over the 2^24-point uniform grid,
+// equals the target's processed distribution; a chi-square test over seeded
+// runs of the real pair with temperature, top-k, top-p, min-p and a
+// repetition penalty active; determinism; metrics; input errors.
+//
+// Planted faults (docs/testing.md, "Faults"), both caught by
+// "exact emitted distribution ..." and "chi-square ...":
+//   SPEC_RESAMPLE_FROM_P  residual() returns p instead of max(0, p - q);
+//   SPEC_ACCEPT_BY_P      accept_draft() accepts with p(x) instead of min(1, p/q).
+// Each test also computes, in a clean build, how far the faulty rule lands
+// from p and requires that gap to exceed its tolerance by a wide margin, so
+// the tests demonstrably can fail.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <random>
+
+#include "spec_test_util.h"
+#include "reference/errors.h"
+#include "reference/speculative.h"
+
+using namespace oracle;
+using namespace oracle::test;
+
+namespace {
+
+// ---- plain decoding: one forward per token, the sampler chain's own selector ----------
+std::vector<int> plain_generate(const Model& m, std::vector<int> history, int max_tokens,
+                                const SamplerConfig& cfg, bool paged) {
+  KvCache kv(m.config, cache(paged));
+  const SamplerChain chain = build_chain(cfg);
+  std::vector<float> logits = forward(m, kv, 0, history);
+  std::vector<int> out;
+  while ((int)out.size() < max_tokens && (int)history.size() < m.config.seq_len) {
+    const rng::RngKey key{cfg.seed, 0, (uint32_t)history.size()};
+    const int y = sample(chain, logits, SamplingContext{history, key}).token;
+    out.push_back(y);
+    history.push_back(y);
+    if (y == 1) break;  // llama2.c stops on BOS
+    logits = forward(m, kv, 0, std::span<const int>(&y, 1));
+  }
+  return out;
+}
+
+SpecOptions spec_options(int k, const SamplerConfig& cfg, bool paged, int max_tokens) {
+  SpecOptions o;
+  o.k = k;
+  o.max_tokens = max_tokens;
+  o.sampler = cfg;
+  o.stop_token_ids = {1};
+  o.kv = cache(paged);
+  return o;
+}
+
+SpecResult run_spec(const Model& target, const Model& draft, int k, const SamplerConfig& cfg, bool paged,
+                    int max_tokens) {
+  ModelDrafter drafter(draft, cfg, cache(paged));
+  return generate_speculative(target, drafter, prompt_ids(), spec_options(k, cfg, paged, max_tokens));
+}
+
+}  // namespace
+
+// ---- greedy: bit-for-bit equality ------------------------------------------------------------
+TEST_CASE("plain greedy reference reproduces llama2.c's greedy run", "[speculative]") {
+  const std::vector<int> ref = reference_ids();
+  const std::vector<int> out = plain_generate(pair().stories, prompt_ids(), 80, greedy_config(), false);
+  const std::vector<int> expected(ref.begin() + 10, ref.begin() + 90);
+  INFO(first_id_mismatch(out, expected));
+  REQUIRE(out == expected);
+}
+
+TEST_CASE("greedy speculative equals plain greedy: both roles, k = 1..8, paged and contiguous",
+          "[speculative]") {
+  const int n = 80;
+  struct Role { const Model* target; const Model* draft; const char* name; };
+  const Role roles[] = {{&pair().stories, &pair().xs, "target stories260K, draft llama2xs"},
+                        {&pair().xs, &pair().stories, "target llama2xs, draft stories260K"}};
+  for (const Role& role : roles) {
+    const std::vector<int> plain = plain_generate(*role.target, prompt_ids(), n, greedy_config(), false);
+    for (bool paged : {false, true})
+      for (int k = 1; k <= 8; k++) {
+        const SpecResult r = run_spec(*role.target, *role.draft, k, greedy_config(), paged, n);
+        INFO(role.name << ", k = " << k << (paged ? ", paged" : ", contiguous") << ": "
+                       << first_id_mismatch(r.output_ids, plain));
+        REQUIRE(r.output_ids == plain);
+        REQUIRE(r.metrics.accepted <= r.metrics.drafted);
+        REQUIRE(r.metrics.emitted == (long)plain.size());
+      }
+  }
+}
+
+TEST_CASE("greedy speculative equals plain greedy: n-gram drafter, penalties, adaptive k", "[speculative]") {
+  SamplerConfig cfg = greedy_config();
+  cfg.repetition_penalty = 1.3f;  // history-dependent: each verify row sees its own prefix
+  for (const Model* m : {&pair().stories, &pair().xs})
+    for (bool paged : {false, true}) {
+      const std::vector<int> plain = plain_generate(*m, prompt_ids(), 80, cfg, paged);
+      NgramDrafter ngram(3, m->config.vocab_size);
+      SpecResult r = generate_speculative(*m, ngram, prompt_ids(), spec_options(4, cfg, paged, 80));
+      INFO("n-gram: " << first_id_mismatch(r.output_ids, plain));
+      REQUIRE(r.output_ids == plain);
+      const Model& other = m == &pair().stories ? pair().xs : pair().stories;
+      ModelDrafter drafter(other, cfg, cache(paged));
+      SpecOptions o = spec_options(2, cfg, paged, 80);
+      o.adaptive_k = true;
+      o.k_max = 8;
+      r = generate_speculative(*m, drafter, prompt_ids(), o);
+      INFO("adaptive k: " << first_id_mismatch(r.output_ids, plain));
+      REQUIRE(r.output_ids == plain);
+    }
+}
+
+// ---- sampling: determinism and the bonus draw ---------------------------------------------------
+TEST_CASE("sampled speculative output is replayable: same seed, cache kind and thread count agree",
+          "[speculative]") {
+  const SamplerConfig cfg = sampling_config(42);
+  const SpecResult a = run_spec(pair().stories, pair().xs, 4, cfg, false, 60);
+  const SpecResult b = run_spec(pair().stories, pair().xs, 4, cfg, true, 60);
+  ModelDrafter drafter(pair().xs, cfg, cache(false), ForwardOptions{2});
+  SpecOptions o = spec_options(4, cfg, false, 60);
+  o.forward.threads = 2;
+  const SpecResult c = generate_speculative(pair().stories, drafter, prompt_ids(), o);
+  INFO(first_id_mismatch(a.output_ids, b.output_ids) << " / " << first_id_mismatch(a.output_ids, c.output_ids));
+  REQUIRE(a.output_ids == b.output_ids);
+  REQUIRE(a.output_ids == c.output_ids);
+  REQUIRE(a.metrics.accepted == b.metrics.accepted);
+  const SpecResult d = run_spec(pair().stories, pair().xs, 4, sampling_config(43), false, 60);
+  REQUIRE(d.output_ids != a.output_ids);  // the seed matters
+}
+
+TEST_CASE("with no drafts the step is plain sampling draw for draw", "[speculative]") {
+  const Model& m = pair().stories;
+  std::vector<int> history = reference_ids();
+  history.insert(history.begin(), 1);
+  KvCache kv(m.config, {});
+  ForwardOptions fo;
+  fo.all_logits = true;
+  const std::vector<float> logits = forward(m, kv, 0, history, fo);  // (n, vocab)
+  const size_t v = (size_t)m.config.vocab_size;
+  for (uint64_t seed : {0ull, 7ull, 123456789ull}) {
+    const SamplerConfig cfg = sampling_config(seed);
+    const SamplerChain chain = build_chain(cfg);
+    const ProcessedDistribution dist(cfg);
+    for (size_t t = 1; t < history.size(); t += 7) {
+      const std::span<const float> row = std::span<const float>(logits).subspan((t - 1) * v, v);
+      const rng::RngKey key{seed, 3, (uint32_t)t};
+      const std::span<const int> prefix(history.data(), t);
+      const int plain = sample(chain, row, SamplingContext{prefix, key}).token;
+      const SpecStep s = speculative_step(dist(row, prefix), {}, {}, (int)v, key);
+      INFO("seed " << seed << ", position " << t);
+      REQUIRE(s.tokens == std::vector<int>{plain});
+    }
+  }
+}
+
+// ---- metrics, drafters, errors -----------------------------------------------------------------
+TEST_CASE("metrics: expected tokens per pass and the reported counts", "[speculative]") {
+  REQUIRE(SpecMetrics::expected_tokens_per_pass(0.0, 4) == 1.0);
+  REQUIRE(SpecMetrics::expected_tokens_per_pass(1.0, 4) == 5.0);
+  REQUIRE(SpecMetrics::expected_tokens_per_pass(0.5, 2) == Approx(1.75));  // 1 + .5 + .25
+  const SpecResult r = run_spec(pair().stories, pair().xs, 4, sampling_config(5), false, 100);
+  long rounds = 0, accepted = 0;
+  for (size_t a = 0; a < r.metrics.accepted_histogram.size(); a++) {
+    rounds += r.metrics.accepted_histogram[a];
+    accepted += (long)a * r.metrics.accepted_histogram[a];
+  }
+  REQUIRE(rounds == r.metrics.rounds);
+  REQUIRE(accepted == r.metrics.accepted);
+  REQUIRE(r.metrics.emitted == (long)r.output_ids.size());
+  REQUIRE(r.metrics.draft_passes >= r.metrics.rounds);
+  REQUIRE(r.metrics.accepted <= r.metrics.evaluated);
+  REQUIRE(r.metrics.evaluated <= r.metrics.drafted);
+  std::printf("stories260K <- llama2xs, k 4, sampled: alpha %.3f, %.3f tokens/pass (iid model %.3f)\n",
+              r.metrics.acceptance_rate(), r.metrics.tokens_per_pass(),
+              SpecMetrics::expected_tokens_per_pass(r.metrics.acceptance_rate(), 4));
+}
+
+TEST_CASE("n-gram drafter proposes the continuation of the latest earlier match", "[speculative]") {
+  NgramDrafter d(2, 10);
+  const std::vector<int> h{5, 6, 7, 8, 5, 6, 9, 5, 6};
+  const Draft a = d.propose(h, 3, {});
+  REQUIRE(a.tokens == std::vector<int>{9, 5, 6});  // latest "5 6" is at 4, followed by 9 5 6
+  REQUIRE(a.q.size() == 30);
+  REQUIRE(a.q[9] == 1.0f);
+  REQUIRE(a.q[10 + 5] == 1.0f);
+  REQUIRE(d.propose(std::vector<int>{1, 2, 3}, 3, {}).tokens.empty());  // no earlier match
+  REQUIRE(d.propose(std::vector<int>{4, 1, 2, 4}, 5, {}).tokens == std::vector<int>{1, 2, 4});  // unigram fallback
+}
+
+TEST_CASE("bad speculative options raise InputError naming the field", "[speculative]") {
+  NgramDrafter d(2, pair().stories.config.vocab_size);
+  SpecOptions o = spec_options(0, greedy_config(), false, 10);
+  REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, prompt_ids(), o), Catch::Contains("k"));
+  o.k = 2;
+  REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, std::vector<int>{}, o), Catch::Contains("prompt"));
+  NgramDrafter wrong_vocab(2, 32000);
+  const std::vector<int> repeating{1, 5, 6, 5, 6};
+  REQUIRE_THROWS_WITH(generate_speculative(pair().stories, wrong_vocab, repeating, o),
+                      Catch::Contains("vocab_size"));
+}

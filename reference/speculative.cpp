@@ -60,7 +60,7 @@ int draw_inverse_cdf(std::span<const float> probs, float u) {
 bool accept_draft(float p_x, float q_x, float u) {
 #ifdef ORACLE_FAULT_SPEC_ACCEPT_BY_P
   (void)q_x;
-  return u < p_x;  // planted bug: ignores q (acceptance p instead of min(1, p/q))
+  return u < p_x;  // FAULT: ignores q (acceptance p instead of min(1, p/q))
 #else
   return num::mul_rn(u, q_x) < p_x;
 #endif
@@ -73,7 +73,7 @@ std::vector<float> residual(std::span<const float> p, std::span<const float> q) 
     r[i] = d > 0.0f ? d : 0.0f;
   }
 #ifdef ORACLE_FAULT_SPEC_RESAMPLE_FROM_P
-  r.assign(p.begin(), p.end());  // planted bug: resample from p instead of max(0, p - q)
+  r.assign(p.begin(), p.end());  // FAULT: resample from p instead of max(0, p - q)
 #endif
   return r;
 }

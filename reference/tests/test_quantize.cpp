@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,35 @@ TEST_CASE("Q4_0 blocks are byte-identical to llama-quantize's llama2xs-q4_0.gguf
   int n = compare_with_llamacpp(oracle::test::models("gguf/llama2xs.gguf"),
                                 oracle::test::models("gguf/llama2xs-q4_0.gguf"), DType::Q4_0);
   CHECK(n == 37);
+}
+
+TEST_CASE("quantize_gguf Q8_0 of llama2xs.gguf holds llama.cpp's blocks; I8_ROW of stories260K loads") {
+  auto dir = std::filesystem::temp_directory_path() / "oracle_test_quantize";
+  std::filesystem::create_directories(dir);
+  std::string q8 = (dir / "llama2xs-q8_0.gguf").string();
+  QuantizeReport rep = quantize_gguf(oracle::test::models("gguf/llama2xs.gguf"), q8, DType::Q8_0);
+  CHECK(rep.quantized == 37);
+  CHECK(rep.kept == 11);
+  GgufFile ours(q8), theirs(oracle::test::models("gguf/llama2xs-q8_0.gguf"));
+  REQUIRE(ours.tensors().size() == theirs.tensors().size());
+  for (const GgufTensorInfo& t : theirs.tensors()) {
+    const GgufTensorInfo* o = ours.find_tensor(t.name);
+    REQUIRE(o != nullptr);
+    CHECK(o->ggml_type == t.ggml_type);
+    REQUIRE(o->n_bytes == t.n_bytes);
+    CHECK(std::memcmp(o->data, t.data, t.n_bytes) == 0);
+  }
+  CHECK(ours.get_int("general.file_type") == theirs.get_int("general.file_type"));
+  std::string i8 = (dir / "stories260K-i8.gguf").string();
+  CHECK_THROWS_AS(quantize_gguf(oracle::test::models("gguf/stories260K.gguf"), i8, DType::Q8_0), InputError);
+  quantize_gguf(oracle::test::models("gguf/stories260K.gguf"), i8, DType::I8_ROW);
+  Model m = load_model(i8);
+  CHECK(m.config.hidden_dim == 172);
+  const TensorInfo* down = nullptr;
+  for (const TensorInfo& t : m.tensors)
+    if (t.name == "blk.0.ffn_down.weight") down = &t;
+  REQUIRE(down != nullptr);
+  CHECK(down->type == DType::I8_ROW);
 }
 
 // ---- hand-built blocks ------------------------------------------------------------------------

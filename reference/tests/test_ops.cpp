@@ -197,6 +197,22 @@ TEST_CASE("attention matches a float64 softmax", "[ops][attention]") {
   }
 }
 
+TEST_CASE("attention is stable for scores far beyond exp's range", "[ops][attention]") {
+  int hd = 48, n_pos = 70;
+  auto a = make_case(hd, n_pos, 60, 1.0f);
+  for (int i = 0; i < hd; i++) a.q[i] = 10.0f;
+  for (int j = 0; j < n_pos; j++)  // scores 0, ~693, ~1386 (exp overflows without max)
+    for (int i = 0; i < hd; i++) a.k[(size_t)j * 2 * hd + hd + i] = 10.0f * (float)(j % 3) / (float)(1 + i % 2);
+  std::vector<float> out(hd), scratch(hd);
+  ops::attention(out.data(), a.q.data(), a.rows(), n_pos, hd, scratch.data());
+  for (int d = 0; d < hd; d++) {  // only j % 3 == 2 survive, with equal weights
+    double want = 0;
+    int n = 0;
+    for (int j = 2; j < n_pos; j += 3, n++) want += a.v[(size_t)j * 2 * hd + hd + d];
+    CHECK(std::fabs(out[d] - want / n) < 1e-5);
+  }
+}
+
 TEST_CASE("attention merges chunks of 32 in the spec's order", "[ops][attention]") {
   // Independent transcription of docs/numerics.md: partials per chunk, then merge.
   int hd = 8, n_pos = 75;

@@ -34,8 +34,15 @@ void grow(Scratch& s, const Config& c, int n) {
 }
 }  // namespace
 
-Backend::Backend(const Model& model, const DeviceKvOptions& kv_options)
-    : model_(model), kv_(model.config, kv_options) {}
+Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const BackendOptions& options)
+    : options_(options), model_(model), kv_(model.config, kv_options) {
+  if (options_.mode == Mode::Fast) fast_gemm_ = std::make_unique<kernels::FastGemm>();
+}
+
+void Backend::matmul(const DeviceBuffer<float>& W, const float* x, float* out, int N, int K, int n) {
+  if (fast_gemm_) fast_gemm_->run(W.get(), x, out, N, K, n, options_.precision);
+  else k::matmul_f32(W.get(), x, out, N, K, n);
+}
 
 // ---- attention block: norm, q/k/v, RoPE, KV store, paged attention, wo, residual ----
 void Backend::attention_block(int l, int n, int max_pos) {
@@ -43,16 +50,16 @@ void Backend::attention_block(int l, int n, int max_pos) {
   const DeviceLayer& w = model_.layers[l];
   const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   k::rmsnorm(s_.x.get(), w.attn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
-  k::matmul_f32(w.wq.get(), s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
-  k::matmul_f32(w.wk.get(), s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
-  k::matmul_f32(w.wv.get(), s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
+  matmul(w.wq, s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
+  matmul(w.wk, s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
+  matmul(w.wv, s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
   k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
           c.n_heads, c.n_kv_heads, c.head_dim);
   const k::PagedKvLayer layer = kv_.layer(l);
   k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n);
   k::attention(s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
                {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), s_.att.get());
-  k::matmul_f32(w.wo.get(), s_.att.get(), s_.proj.get(), c.dim, q_dim, n);
+  matmul(w.wo, s_.att.get(), s_.proj.get(), c.dim, q_dim, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
 }
 
@@ -61,10 +68,10 @@ void Backend::ffn_block(int l, int n) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   k::rmsnorm(s_.x.get(), w.ffn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
-  k::matmul_f32(w.w_gate.get(), s_.xb.get(), s_.gate.get(), c.hidden_dim, c.dim, n);
-  k::matmul_f32(w.w_up.get(), s_.xb.get(), s_.up.get(), c.hidden_dim, c.dim, n);
+  matmul(w.w_gate, s_.xb.get(), s_.gate.get(), c.hidden_dim, c.dim, n);
+  matmul(w.w_up, s_.xb.get(), s_.up.get(), c.hidden_dim, c.dim, n);
   k::swiglu(s_.gate.get(), s_.up.get(), s_.gate.get(), (long long)n * c.hidden_dim);
-  k::matmul_f32(w.w_down.get(), s_.gate.get(), s_.proj.get(), c.dim, c.hidden_dim, n);
+  matmul(w.w_down, s_.gate.get(), s_.proj.get(), c.dim, c.hidden_dim, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
 }
 
@@ -93,7 +100,7 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   const int first = all_logits ? 0 : n - 1, n_out = n - first;
   k::rmsnorm(s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), s_.xb.get(), c.dim, n_out,
              c.norm_eps);
-  k::matmul_f32(model_.classifier.get(), s_.xb.get(), s_.logits.get(), c.vocab_size, c.dim, n_out);
+  matmul(model_.classifier, s_.xb.get(), s_.logits.get(), c.vocab_size, c.dim, n_out);
   last_first_ = first, last_rows_ = n_out;
   std::vector<float> logits((size_t)n_out * c.vocab_size);
   kernels::check_cuda(cudaDeviceSynchronize(), "forward");

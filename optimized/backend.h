@@ -8,8 +8,11 @@
 // Built twice from the same sources: on the emulated kernels
 // (oracle_optimized_emu, always) and on the GPU (oracle_optimized_cuda).
 // ============================================================================
+#include <memory>
 #include <span>
 #include <vector>
+
+#include "kernels/gemm_fast.cuh"
 
 #include "optimized/device_kv.h"
 #include "optimized/device_model.h"
@@ -30,9 +33,19 @@ struct Scratch {
   DeviceBuffer<int> argmax;         // (rows)
 };
 
+// Deterministic: every op a canonical kernel, logits bit-identical to the
+// reference. Fast: the matmuls go through FastGemm (cuBLAS on the GPU), the
+// other ops stay canonical; held to the bounds in docs/cuda.md, not to bits.
+enum class Mode { Deterministic, Fast };
+
+struct BackendOptions {
+  Mode mode = Mode::Deterministic;
+  kernels::FastPrecision precision = kernels::FastPrecision::F32;  // Fast mode only
+};
+
 class Backend {
  public:
-  Backend(const Model& model, const DeviceKvOptions& kv_options = {});
+  Backend(const Model& model, const DeviceKvOptions& kv_options = {}, const BackendOptions& options = {});
 
   // Appends `tokens` to `seq`; returns (n or 1, vocab_size) logits like oracle::forward.
   std::vector<float> forward(int seq, std::span<const int> tokens, bool all_logits = false);
@@ -51,7 +64,11 @@ class Backend {
   std::vector<float> run_rows(std::vector<Row> rows, bool all_logits);
   void attention_block(int l, int n, int max_pos);
   void ffn_block(int l, int n);
+  // out (n, N) = x (n, K) · W^T in the configured mode.
+  void matmul(const DeviceBuffer<float>& W, const float* x, float* out, int N, int K, int n);
 
+  BackendOptions options_;
+  std::unique_ptr<kernels::FastGemm> fast_gemm_;  // Fast mode only
   DeviceModel model_;
   DeviceKv kv_;
   Scratch s_;

@@ -13,10 +13,15 @@
 #include "kernels/matmul.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
+#include "kernels/sampler.cuh"
 #include "kernels/softmax.cuh"
+#include "kernels/speculative.cuh"
+#include "reference/errors.h"
 #include "reference/model.h"
 #include "reference/ops.h"
 #include "reference/quant.h"
+#include "reference/sampler.h"
+#include "reference/speculative.h"
 
 using namespace oracle;
 using namespace oracle::kernels::test;
@@ -452,9 +457,6 @@ TEST_CASE("paged attention kernels are bit-exact (prefill + decode batch, GQA, b
 }
 
 // ---- sampler: temperature + Philox draw, greedy ---------------------------------------
-#include "kernels/sampler.cuh"
-#include "reference/errors.h"
-#include "reference/sampler.h"
 
 TEST_CASE("device sampler equals the reference chain (temperature + draw, greedy)", "[emu][sampler]") {
   std::mt19937 rng(900);
@@ -495,8 +497,6 @@ TEST_CASE("device sampler equals the reference chain (temperature + draw, greedy
 }
 
 // ---- speculative verification ------------------------------------------------------------
-#include "kernels/speculative.cuh"
-#include "reference/speculative.h"
 
 namespace {
 // A processed-like distribution: softmax of random logits with some ids masked to 0.

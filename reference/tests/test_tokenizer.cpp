@@ -15,6 +15,7 @@
 
 #include "reference/errors.h"
 #include "reference/gguf.h"
+#include "reference/synthetic.h"
 #include "reference/tokenizer.h"
 #include "reference/tokenizer_impl.h"
 #include "reference/unicode_class.h"
@@ -263,6 +264,24 @@ TEST_CASE("token_bytes: byte fallback, U+2581, leading space after BOS, control 
   CHECK(tok.token_bytes(403, 2).empty());
   CHECK(tok.token_bytes(403, 0) == "\xE2\x96\x85");  // <unk> as llama.cpp prints it
   CHECK(tok.decode({1, 403, 407, 3 + 0xE2, 3 + 0x82, 3 + 0xAC}) == "Once upon\xE2\x82\xAC");
+}
+
+TEST_CASE("the synthetic byte-level vocabulary round-trips and merges its pieces") {
+  Tokenizer tok(synthetic_byte_vocab(384));
+  std::vector<int> ids = tok.encode("the the", false);
+  REQUIRE(ids.size() == 2);  // merged pieces, not characters
+  CHECK(tok.vocab().tokens[ids[0]] == "\xE2\x96\x81the");
+  CHECK(ids[1] == ids[0]);
+  // "an" (rank 6) outranks "\u2581a" (rank 7), so "\u2581and" is never reached.
+  ids = tok.encode("and", false);
+  REQUIRE(ids.size() == 3);
+  CHECK(tok.vocab().tokens[ids[1]] == "an");
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200; i++) {
+    std::string text = random_text(rng);
+    INFO("text '" << text << "'");
+    CHECK(tok.decode(tok.encode(text, true)) == text);
+  }
 }
 
 TEST_CASE("encoding a long prompt with the 32000-piece vocabulary is fast") {

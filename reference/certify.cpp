@@ -69,7 +69,7 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   KvCacheOptions k;
   k.max_seqs = 1;
   k.max_tokens = ctx;
-  (void)int8;  // TODO(kv int8): wired in once KvCacheOptions::int8 exists
+  k.int8 = int8;
   return k;
 }
 

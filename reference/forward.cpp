@@ -14,6 +14,7 @@
 #include "reference/errors.h"
 #include "reference/numerics.h"
 #include "reference/ops.h"
+#include "reference/quantize.h"
 
 namespace oracle {
 
@@ -106,6 +107,10 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
     const Row& row = cx.rows[r];
     std::memcpy(cx.kv.key_mut(row.seq, layer, row.pos), &st.k[(size_t)r * kv_dim], sizeof(float) * kv_dim);
     std::memcpy(cx.kv.value_mut(row.seq, layer, row.pos), &st.v[(size_t)r * kv_dim], sizeof(float) * kv_dim);
+    if (cx.kv.options().int8) {  // int8 KV-cache mode: store what an I8_ROW cache would hold
+      int8_row_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
+      int8_row_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
+    }
     st.kv_at[r] = total;
     total += 2L * (row.pos + 1);
   }

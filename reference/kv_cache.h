@@ -22,6 +22,10 @@ struct KvCacheOptions {
   int max_tokens = 0;       // pool capacity in tokens (0: max_seqs * seq_len)
   bool prefix_cache = true; // paged: share blocks of identical token prefixes
   uint64_t prefix_key = 0;  // model/tokenizer hash + anything that changes K/V
+  // int8 KV-cache mode (oracle certify --candidate-kv-int8): forward() passes every
+  // K and V row it stores through an I8_ROW quantize-dequantize (per-row scale
+  // max|x|/127, quantize.h int8_row_roundtrip). Storage stays float32.
+  bool int8 = false;
 };
 
 struct KvMemoryReport {

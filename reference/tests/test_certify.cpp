@@ -15,6 +15,8 @@
 #include "reference/certify_report.h"
 #include "reference/certify_stats.h"
 #include "reference/errors.h"
+#include "reference/forward.h"
+#include "reference/kv_cache.h"
 #include "reference/numerics.h"
 #include "reference/svg_plot.h"
 #include "test_support.h"
@@ -197,6 +199,30 @@ TEST_CASE("a model certified against itself has zero divergence") {
   CHECK(r.summary.kld.mean == 0.0);
   CHECK(r.summary.same_top.mean == 1.0);
   CHECK(r.greedy.fraction_identical == 1.0);
+}
+
+TEST_CASE("int8 KV-cache mode: small but nonzero divergence, K/V rows on the int8 grid") {
+  Model ref = load("gguf/llama2xs.gguf");
+  CertifyOptions o = short_run("full", 2);
+  o.candidate_kv_int8 = true;
+  CertifyResult r = certify(ref, ref, corpus(), o);
+  CHECK(r.summary.kld.mean > 0.0);
+  CHECK(r.summary.kld.mean < 0.01);
+  CHECK(all_pass(check_thresholds(r, default_thresholds("KV_I8"))));
+  // The cache holds s * q with s = max|row| / 127 and integer |q| <= 127.
+  KvCacheOptions ko;
+  ko.int8 = true;
+  KvCache kv(ref.config, ko);
+  std::vector<int> toks = {1, 403, 407, 261};
+  forward(ref, kv, 0, toks);
+  int kv_dim = ref.config.n_kv_heads * ref.config.head_dim;
+  for (int layer = 0; layer < ref.config.n_layers; layer++)
+    for (const float* row : {kv.key(0, layer, 2), kv.value(0, layer, 3)}) {
+      float amax = 0.0f;
+      for (int k = 0; k < kv_dim; k++) amax = std::max(amax, std::fabs(row[k]));
+      double s = amax / 127.0;
+      for (int k = 0; k < kv_dim; k++) CHECK(std::fabs(row[k] / s - std::round(row[k] / s)) < 1e-3);
+    }
 }
 
 // ---- errors -----------------------------------------------------------------------------------

@@ -35,13 +35,16 @@ void grow(Scratch& s, const Config& c, int n) {
 }  // namespace
 
 Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const BackendOptions& options)
-    : options_(options), model_(model), kv_(model.config, kv_options) {
+    : options_(options), model_(model, {options.keep_quantized}), kv_(model.config, kv_options) {
   if (options_.mode == Mode::Fast) fast_gemm_ = std::make_unique<kernels::FastGemm>();
 }
 
-void Backend::matmul(const DeviceBuffer<float>& W, const float* x, float* out, int N, int K, int n) {
-  if (fast_gemm_) fast_gemm_->run(W.get(), x, out, N, K, n, options_.precision);
-  else k::matmul_f32(W.get(), x, out, N, K, n);
+// Quantized matrices always take the deterministic dequantizing GEMV.
+void Backend::matmul(const DeviceMatrix& W, const float* x, float* out, int N, int K, int n) {
+  if (W.type == DType::Q8_0) k::matmul_q8_0(W.quant.get(), x, out, N, K, n);
+  else if (W.type == DType::Q4_0) k::matmul_q4_0(W.quant.get(), x, out, N, K, n);
+  else if (fast_gemm_) fast_gemm_->run(W.f32.get(), x, out, N, K, n, options_.precision);
+  else k::matmul_f32(W.f32.get(), x, out, N, K, n);
 }
 
 // ---- attention block: norm, q/k/v, RoPE, KV store, paged attention, wo, residual ----

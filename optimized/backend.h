@@ -40,6 +40,7 @@ enum class Mode { Deterministic, Fast };
 
 struct BackendOptions {
   Mode mode = Mode::Deterministic;
+  bool keep_quantized = false;  // Q8_0/Q4_0 weights stay blocks on the device (dequantizing GEMV)
   kernels::FastPrecision precision = kernels::FastPrecision::F32;  // Fast mode only
 };
 
@@ -55,6 +56,7 @@ class Backend {
   std::vector<int> argmax_last();
 
   DeviceKv& kv() { return kv_; }
+  const DeviceModel& model() const { return model_; }
   const Config& config() const { return model_.config(); }
 
  private:
@@ -65,7 +67,7 @@ class Backend {
   void attention_block(int l, int n, int max_pos);
   void ffn_block(int l, int n);
   // out (n, N) = x (n, K) · W^T in the configured mode.
-  void matmul(const DeviceBuffer<float>& W, const float* x, float* out, int N, int K, int n);
+  void matmul(const DeviceMatrix& W, const float* x, float* out, int N, int K, int n);
 
   BackendOptions options_;
   std::unique_ptr<kernels::FastGemm> fast_gemm_;  // Fast mode only

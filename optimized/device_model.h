@@ -5,6 +5,7 @@
 // reference helpers (ops::rope_freqs / rope_row) so both pipelines rotate by
 // identical floats.
 // ============================================================================
+#include <string>
 #include <vector>
 
 #include "optimized/device_buffer.h"
@@ -12,32 +13,51 @@
 
 namespace oracle::optimized {
 
+// A weight matrix (N, K) on the device: float32, or the file's raw Q8_0/Q4_0
+// blocks (ggml layout) for the dequantizing GEMV. Raw blocks are used only
+// when their exact dequantization equals the Model's float32 weights bit for
+// bit (checked at upload), so both forms give the reference's logits.
+struct DeviceMatrix {
+  DType type = DType::F32;
+  DeviceBuffer<float> f32;      // (N, K) when type == F32
+  DeviceBuffer<uint8_t> quant;  // (N, K / 32 blocks) when type is Q8_0 / Q4_0
+};
+
 struct DeviceLayer {
   DeviceBuffer<float> attn_norm;  // (dim)
-  DeviceBuffer<float> wq;         // (n_heads * head_dim, dim)
-  DeviceBuffer<float> wk;         // (n_kv_heads * head_dim, dim)
-  DeviceBuffer<float> wv;         // (n_kv_heads * head_dim, dim)
-  DeviceBuffer<float> wo;         // (dim, n_heads * head_dim)
+  DeviceMatrix wq;                // (n_heads * head_dim, dim)
+  DeviceMatrix wk;                // (n_kv_heads * head_dim, dim)
+  DeviceMatrix wv;                // (n_kv_heads * head_dim, dim)
+  DeviceMatrix wo;                // (dim, n_heads * head_dim)
   DeviceBuffer<float> ffn_norm;   // (dim)
-  DeviceBuffer<float> w_gate;     // (hidden_dim, dim)
-  DeviceBuffer<float> w_down;     // (dim, hidden_dim)
-  DeviceBuffer<float> w_up;       // (hidden_dim, dim)
+  DeviceMatrix w_gate;            // (hidden_dim, dim)
+  DeviceMatrix w_down;            // (dim, hidden_dim)
+  DeviceMatrix w_up;              // (hidden_dim, dim)
+};
+
+struct DeviceModelOptions {
+  bool keep_quantized = false;  // upload Q8_0/Q4_0 tensors as blocks (see DeviceMatrix)
 };
 
 class DeviceModel {
  public:
-  explicit DeviceModel(const Model& model);
+  explicit DeviceModel(const Model& model, const DeviceModelOptions& options = {});
   const Config& config() const { return config_; }
+  int quantized_matrices() const { return n_quantized_; }
 
   DeviceBuffer<float> token_embedding;  // (vocab_size, dim)
   std::vector<DeviceLayer> layers;      // (n_layers)
   DeviceBuffer<float> final_norm;       // (dim)
-  DeviceBuffer<float> classifier;       // (vocab_size, dim); a copy even when tied
+  DeviceMatrix classifier;              // (vocab_size, dim); a copy even when tied
   DeviceBuffer<float> rope_cos;         // (seq_len, head_dim / 2)
   DeviceBuffer<float> rope_sin;         // (seq_len, head_dim / 2)
 
  private:
+  void put_matrix(DeviceMatrix& dst, const Model& m, const std::string& name, const float* w, size_t N,
+                  size_t K);
+  DeviceModelOptions options_;
   Config config_;
+  int n_quantized_ = 0;
 };
 
 }  // namespace oracle::optimized

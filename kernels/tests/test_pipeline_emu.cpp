@@ -142,3 +142,31 @@ TEST_CASE("device pipeline, fast mode: logits within the documented bound for 12
   CHECK(worst_rel > 0.0);  // the fast path really takes another order
   CHECK(agree >= 126);
 }
+
+// ---- quantized weights kept as Q8_0 / Q4_0 blocks on the device -----------------------------
+TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 blocks with the dequantizing GEMV, bit-identical",
+          "[emu][pipeline][quant]") {
+  for (const char* file : {"gguf/llama2xs-q8_0.gguf", "gguf/llama2xs-q4_0.gguf"}) {
+    const std::string path = test::models(file);
+    INFO("fixture " << path << " (set ORACLE_SHARED_DIR)");
+    REQUIRE(test::have(path));
+    LoadOptions lo;
+    lo.compute_sha256 = false;
+    Model m = load_model(path, lo);
+    optimized::BackendOptions opt;
+    opt.keep_quantized = true;
+    optimized::Backend dev(m, {1, 16, 0}, opt);
+    const int n_mats = 7 * m.config.n_layers + 1;
+    std::printf("%s: %d of %d matrices stay quantized on the device\n", file, dev.model().quantized_matrices(), n_mats);
+    CHECK(dev.model().quantized_matrices() >= 7 * m.config.n_layers);  // at least every layer matrix
+    KvCache kv(m.config, {});
+    int token = m.vocab.bos_id;
+    for (int step = 0; step < 24; step++) {
+      auto want = forward(m, kv, 0, std::span<const int>(&token, 1));
+      INFO("step " << step);
+      REQUIRE(same_bits(std::string(file) + " step " + std::to_string(step), want,
+                        dev.forward(0, std::span<const int>(&token, 1))));
+      token = dev.argmax_last()[0];
+    }
+  }
+}

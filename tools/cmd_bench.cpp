@@ -11,6 +11,7 @@
 #include "tools/bench_support.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
+#include "tools/spec_args.h"
 
 namespace oracle::tools {
 
@@ -20,6 +21,7 @@ struct BenchOptions {
   int decode_tokens = 128;
   int probe_repeats = 3;
   bool json = false;
+  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
 };
 
 struct BenchTimes {
@@ -123,9 +125,12 @@ int run_bench(const BenchOptions& o) {
   ThreadPool pool(o.model.threads);
   const BenchTimes t = time_generation(m, kv, o, pool);
   const ProbeResult probe = probe_weights(m, o.probe_repeats);
-  const nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  if (speculative_enabled(o.spec))
+    j.update(bench_speculative(m, o.spec, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens, o.model.threads));
   if (o.json) std::printf("%s\n", j.dump().c_str());
   else print_human(j);
+  if (!o.json && speculative_enabled(o.spec)) print_speculative_bench(j);
   return kExitOk;
 }
 
@@ -138,6 +143,7 @@ Command setup_bench(CLI::App& app) {
   sub->add_option("--probe-repeats", opts->probe_repeats, "Passes of the bandwidth probe (best taken)")
       ->check(CLI::Range(1, 100));
   sub->add_flag("--json", opts->json, "Print one JSON object");
+  add_speculative_options(sub, opts->spec);
   return {sub, [opts] { return run_bench(*opts); }};
 }
 

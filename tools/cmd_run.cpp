@@ -7,6 +7,7 @@
 #include "reference/generate.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
+#include "tools/spec_args.h"
 
 namespace oracle::tools {
 
@@ -16,6 +17,7 @@ struct RunOptions {
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
+  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
 };
 
 // The prompt must leave room in the context: checked here (naming the model and
@@ -46,6 +48,9 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
 int run_run(const RunOptions& o) {
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
+  if (speculative_enabled(o.spec))
+    return print_speculative_run(lm, o.spec, o.prompt, o.gen.sampler, o.gen.max_tokens, o.ignore_eos,
+                                 o.gen.stop_strings, o.model.threads, o.json);
   GenerateOptions gen = o.gen;
   gen.threads = o.model.threads;
   gen.stop_on_eos = !o.ignore_eos;
@@ -92,6 +97,7 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
+  add_speculative_options(sub, opts->spec);
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")
       ->check(CLI::NonNegativeNumber)

@@ -52,6 +52,9 @@ std::string StopMatcher::release(bool at_end) {
   int which = -1;
   size_t complete = earliest_complete(which);
   size_t partial = at_end ? std::string::npos : earliest_partial();
+#ifdef ORACLE_FAULT_STOP_IGNORES_EARLIER_PARTIAL
+  partial = std::string::npos;  // FAULT: stops at the first completed match, releases held text
+#endif
   std::string out;
   if (complete != std::string::npos && (partial == std::string::npos || partial >= complete)) {
     out = pending_.substr(0, complete);

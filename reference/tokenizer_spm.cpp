@@ -32,6 +32,9 @@ struct Bigram {
 // Priority: higher score first; equal scores: smaller left index first.
 struct BigramOrder {
   bool operator()(const Bigram& l, const Bigram& r) const {
+#ifdef ORACLE_FAULT_TOKENIZER_TIE_RIGHTMOST
+    return l.score < r.score || (l.score == r.score && l.left < r.left);  // FAULT: ties go right
+#endif
     return l.score < r.score || (l.score == r.score && l.left > r.left);
   }
 };

@@ -112,6 +112,10 @@ void Utf8Decoder::push(uint8_t byte, std::string& out) {
   if (len == 1) {
     out += (char)byte;
   } else if (len == 0) {
+#ifdef ORACLE_FAULT_UTF8_DROP_INVALID
+    n_replaced_++;  // FAULT: an invalid byte is dropped instead of shown as U+FFFD
+    return;
+#endif
     replace(out);
   } else {
     pending_ = std::string(1, (char)byte);

@@ -66,7 +66,7 @@ TEST_CASE("streaming any encoded text gives back the text, in complete character
       {"tok512", tok512()},
       {"gpt-2", Tokenizer(load_gguf_vocab(fixture("vocab-only/ggml-vocab-gpt-2.gguf")))}};
   const std::string texts[] = {"Once upon a time \xE2\x82\xAC\xF0\x9F\xA6\x99 caf\xC3\xA9",
-                               "\xE6\x88\x91\xE6\x83\xB3\xE5\x9C\xA8apple \xF0\x9F\x98\x81 ?",
+                               "\xE6\x88\x91\xE6\x83\xB3\xE5\x9C\xA8" "apple \xF0\x9F\x98\x81 ?",
                                "\xE1\x9E\x80\xE1\x9E\xB6\xE1\x9E\x93\xE1\x9F\x8B \n\t x"};
   for (auto& [name, tok] : toks) {
     bool saw_partial = false;

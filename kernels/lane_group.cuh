@@ -24,7 +24,12 @@ __device__ __forceinline__ float lane_dot_partial(const float* a, const float* b
 
 // Halving tree over the 16 lanes of the group; the result is broadcast to all 16.
 __device__ __forceinline__ float group_tree_sum(float v) {
+#ifdef ORACLE_FAULT_KERNEL_TREE_ORDER
+  for (int w = 1; w <= kGroup / 2; w *= 2)  // FAULT: tree combined in the reverse order (1, 2, 4, 8)
+    v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
+#else
   for (int w = kGroup / 2; w >= 1; w /= 2) v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
+#endif
   return __shfl_sync(kFullMask, v, 0, kGroup);
 }
 

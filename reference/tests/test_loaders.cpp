@@ -173,6 +173,27 @@ TEST_CASE("loaders: llama.cpp-quantized GGUF dequantizes close to the F32 model"
   }
 }
 
+TEST_CASE("loaders: GGUF v2 header reads like v3", "[loaders][gguf]") {
+  ScratchDir dir("gguf_v2");
+  std::vector<uint8_t> b = read_bytes(fixture("gguf/stories260K.gguf"));
+  b[4] = 2;  // u32 version 3 -> 2: same layout (v1 with 32-bit counts is rejected)
+  write_bytes(dir.file("v2.gguf"), b.data(), b.size());
+  GgufFile g(dir.file("v2.gguf"));
+  CHECK(g.version() == 2);
+  compare_models(load_model(dir.file("v2.gguf")), load_model(fixture("gguf/stories260K.gguf")), identity);
+}
+
+TEST_CASE("loaders: quantized GGUF keeps the raw tensor table", "[loaders][gguf]") {
+  Model q = load_model(fixture("gguf/llama2xs-q8_0.gguf"));
+  REQUIRE(q.tensors.size() == 48);
+  for (const TensorInfo& t : q.tensors) {
+    INFO(t.name);
+    const bool norm = t.name.find("norm") != std::string::npos;
+    CHECK(t.type == (norm ? DType::F32 : DType::Q8_0));
+    CHECK(t.n_bytes == uint64_t(dtype_row_bytes(t.type, t.shape[0])) * uint64_t(t.shape.size() > 1 ? t.shape[1] : 1));
+  }
+}
+
 // ---- vocabulary-only GGUF files -------------------------------------------------------------------
 TEST_CASE("loaders: vocabulary-only GGUF files", "[loaders]") {
   Vocab spm = load_gguf_vocab(fixture("vocab-only/ggml-vocab-llama-spm.gguf"));

@@ -1,7 +1,8 @@
 // Dequantizers: every ggml block type against hand-built blocks whose expected
 // values are worked out by hand from the format definition (ggml-common.h),
 // plus seeded random blocks whose output digest was computed independently
-// with the python `gguf` package (gguf.quants.dequantize, numpy float32).
+// with the python `gguf` package (gguf.quants.dequantize, numpy float32) by
+// reference/tests/quant_digests.py.
 #include <catch2/catch.hpp>
 
 #include <cstring>

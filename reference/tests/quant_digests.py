@@ -2,6 +2,8 @@
 # Regenerates the expected digests in test_quant.cpp ("seeded random blocks match
 # the python gguf dequantizers") with an implementation independent of ours:
 # pip install gguf numpy && python3 reference/tests/quant_digests.py
+import hashlib
+import numpy as np
 from gguf import quants, GGMLQuantizationType as T, GGML_QUANT_SIZES
 MASK=(1<<64)-1
 def splitmix(state):

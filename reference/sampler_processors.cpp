@@ -78,6 +78,10 @@ class Penalties : public Sampler {
     for (size_t i = first; i < n; i++) count[ctx.history[i]]++;
     for (const auto& [id, cnt] : count)
       if (Candidate* k = find_id(c, id)) k->logit = penalise(k->logit, cnt);
+#ifdef ORACLE_FAULT_PENALTIES_TOUCH_UNSEEN
+    for (Candidate& k : c.items)  // FAULT: unseen tokens get the presence penalty too
+      if (!count.count(k.id)) k.logit = num::sub_rn(k.logit, pres_);
+#endif
   }
   std::string name() const override { return "penalties"; }
 

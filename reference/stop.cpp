@@ -70,6 +70,11 @@ std::string StopMatcher::release(bool at_end) {
 
 std::string StopMatcher::push(const std::string& chunk) {
   if (stopped()) return "";
+#ifdef ORACLE_FAULT_STOP_SINGLE_TOKEN
+  std::string held = std::move(pending_);  // FAULT: stop strings are matched within one chunk only
+  pending_ = chunk;
+  return held + release(false);
+#endif
   pending_ += chunk;
   return release(false);
 }

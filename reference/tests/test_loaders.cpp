@@ -173,6 +173,34 @@ TEST_CASE("loaders: llama.cpp-quantized GGUF dequantizes close to the F32 model"
   }
 }
 
+// BF16 GGUF written by our writer from the F32 one: matrices bf16-rounded, norms kept F32.
+TEST_CASE("loaders: BF16 GGUF equals bf16 rounding of the F32 model", "[loaders][gguf]") {
+  const std::string src = fixture("gguf/stories260K.gguf");
+  GgufFile in(src);
+  GgufWriter w;
+  w.copy_metadata(in);
+  for (const GgufTensorInfo& t : in.tensors()) {
+    if (t.dims.size() == 1) {
+      w.add_tensor(t.name, DType::F32, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+      continue;
+    }
+    std::vector<uint8_t> bytes;
+    for (int64_t k = 0; k < t.n_elements(); k++) {
+      float x;
+      std::memcpy(&x, t.data + 4 * k, 4);
+      const uint16_t h = num::f32_to_bf16(x);
+      bytes.push_back(uint8_t(h & 0xff));
+      bytes.push_back(uint8_t(h >> 8));
+    }
+    w.add_tensor(t.name, DType::BF16, t.dims, std::move(bytes));
+  }
+  ScratchDir dir("gguf_bf16");
+  w.write(dir.file("bf16.gguf"));
+  Model bf16 = load_model(dir.file("bf16.gguf")), f32 = load_model(src);
+  compare_configs(bf16.config, f32.config);
+  compare_models(bf16, f32, round_bf16, identity);
+}
+
 TEST_CASE("loaders: GGUF v2 header reads like v3", "[loaders][gguf]") {
   ScratchDir dir("gguf_v2");
   std::vector<uint8_t> b = read_bytes(fixture("gguf/stories260K.gguf"));

@@ -40,8 +40,11 @@ namespace {
 #ifdef ORACLE_EMU_ASM_SWITCH
 extern "C" void oracle_emu_switch(void** save_sp, void* load_sp);
 extern "C" void oracle_emu_trampoline();
-// Saves callee-saved registers, MXCSR and the x87 control word on the current
-// stack, stores the stack pointer in *save_sp, loads load_sp and restores.
+// Saves the callee-saved registers on the current stack, stores the stack
+// pointer in *save_sp, loads load_sp and restores. MXCSR and the x87 control
+// word are not switched: every fiber shares the OS thread's floating-point
+// environment (kernels never change rounding modes), and ldmxcsr/fldcw are
+// the slowest part of a switch.
 asm(R"(
   .text
   .p2align 4
@@ -53,14 +56,8 @@ oracle_emu_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -164,20 +161,16 @@ void start_fiber(Fiber* f) {
     f->stack = static_cast<char*>(p);
   }
 #ifdef ORACLE_EMU_ASM_SWITCH
-  // Frame popped by oracle_emu_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret]
+  // Frame popped by oracle_emu_switch: [r15][r14][r13][r12][rbx][rbp][ret]
   uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + kStackBytes - 16) & ~uintptr_t(15);
-  uint64_t* sp = reinterpret_cast<uint64_t*>(top) - 8;
-  uint32_t csr = __builtin_ia32_stmxcsr();
-  uint16_t cw;
-  asm volatile("fnstcw %0" : "=m"(cw));
-  sp[0] = (uint64_t)csr | ((uint64_t)cw << 32);
-  sp[1] = 0;                                           // r15
-  sp[2] = 0;                                           // r14
-  sp[3] = reinterpret_cast<uint64_t>(&fiber_main);     // r13: entry
-  sp[4] = reinterpret_cast<uint64_t>(f);               // r12: argument
-  sp[5] = 0;                                           // rbx
-  sp[6] = 0;                                           // rbp
-  sp[7] = reinterpret_cast<uint64_t>(&oracle_emu_trampoline);  // return address
+  uint64_t* sp = reinterpret_cast<uint64_t*>(top) - 7;
+  sp[0] = 0;                                           // r15
+  sp[1] = 0;                                           // r14
+  sp[2] = reinterpret_cast<uint64_t>(&fiber_main);     // r13: entry
+  sp[3] = reinterpret_cast<uint64_t>(f);               // r12: argument
+  sp[4] = 0;                                           // rbx
+  sp[5] = 0;                                           // rbp
+  sp[6] = reinterpret_cast<uint64_t>(&oracle_emu_trampoline);  // return address
   f->sp = sp;  // after `ret`, rsp = top (16-aligned) as the trampoline's call expects
 #else
   getcontext(&f->ctx);

@@ -302,6 +302,11 @@ void chi_square_check(int t, const SamplerConfig& cfg, long n) {
 
 }  // namespace
 
+// Position 62 (llamacpp preset + repetition penalty): 9 bins, acceptance 0.605
+// (close to the 60% of the real-world bug). At n = 20000 and alpha = 1e-3 the
+// computed power is 0.99996 against a 3-point shift of the top token and
+// 1 - 1e-12 against either planted fault; a 3-point acceptance shift is 8.7
+// standard deviations.
 TEST_CASE("chi-square: first emitted token of the real pair matches the target's processed p",
           "[speculative][chisq]") {
   chi_square_check(62, sampling_config(), 20000);

@@ -4,6 +4,9 @@
 // memory report counts shared blocks once.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <random>
+
 #include "bit_compare.h"
 #include "forward_test_util.h"
 #include "reference/errors.h"
@@ -204,4 +207,66 @@ TEST_CASE("KV cache rejects bad arguments naming the field", "[kv][errors]") {
   CHECK_THROWS_WITH(kv.attach_prefix(0, test_tokens(m, 40)), Catch::Contains("seq"));
   KvCacheOptions bad = paged(0);
   CHECK_THROWS_WITH(KvCache(m.config, bad), Catch::Contains("block_size"));
+}
+
+// ============================================================================
+// Random operation sequences (seeded): paged cache vs fresh contiguous runs
+// ============================================================================
+namespace {
+struct RandomOps {
+  const Model& m;
+  KvCache kv;
+  std::mt19937 rng;
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+  // Runs `toks` on seq s and checks every row against a fresh contiguous run.
+  void run_and_check(int s, const std::vector<int>& toks) {
+    int len = kv.length(s);
+    auto got = run_chunks(m, kv, s, toks, pick(1, 8));
+    auto tk = kv.tokens(s);
+    std::vector<int> all(tk.begin(), tk.end());
+    auto want = run_fresh(m, all, (int)all.size());
+    REQUIRE(first_bit_mismatch(got, rows(want, len, (int)toks.size(), m.config.vocab_size)) == "");
+  }
+  std::vector<int> random_tokens(int n) {  // small alphabet: prefixes collide often
+    std::vector<int> t(n);
+    for (int& x : t) x = 5 + pick(0, 2);
+    return t;
+  }
+  void step() {
+    int s = pick(0, 2), len = kv.length(s), op = pick(0, 9);
+    INFO("op " << op << " seq " << s << " len " << len);
+    if (op <= 4 && len < 60) run_and_check(s, random_tokens(pick(1, 8)));
+    else if (op == 5) {
+      int n = pick(0, len);
+      kv.truncate(s, n);
+      REQUIRE(kv.length(s) == n);
+    }
+    else if (op == 6) kv.release(s);
+    else if (op == 7 && len > 0) {
+      int d = (s + pick(1, 2)) % 3;
+      if (kv.length(d) == 0) kv.fork(s, d);
+    } else if (op >= 8 && len == 0) {
+      auto other = kv.tokens(pick(0, 2));
+      std::vector<int> prompt(other.begin(), other.end());
+      for (int x : random_tokens(pick(1, 6))) prompt.push_back(x);
+      int reused = kv.attach_prefix(s, prompt);
+      REQUIRE(reused < (int)prompt.size());
+      run_and_check(s, std::vector<int>(prompt.begin() + reused, prompt.end()));
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("random append/truncate/fork/release/attach sequences match contiguous runs", "[kv][random]") {
+  const Model& m = stories();
+  for (uint32_t seed = 1; seed <= 24; seed++) {
+    int bs = std::array<int, 5>{1, 2, 3, 5, 16}[seed % 5];
+    INFO("seed " << seed << " block size " << bs);
+    RandomOps r{m, KvCache(m.config, paged(bs, 3)), std::mt19937(seed)};
+    for (int i = 0; i < 30; i++) r.step();
+    KvMemoryReport rep = r.kv.memory_report();
+    CHECK(rep.tokens_stored <= rep.tokens_logical);
+    CHECK(rep.blocks_used + rep.blocks_free == rep.blocks_total);
+  }
 }

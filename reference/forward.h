@@ -17,8 +17,12 @@
 
 namespace oracle {
 
-// Optional observer of named intermediate tensors ("blk.3.attn_norm",
-// "blk.3.q", ..., "logits") at each position, for `oracle diff`.
+// Optional observer of named intermediate tensors at each absolute position,
+// for `oracle diff`: per layer L "blk.L.attn_norm", "blk.L.q", "blk.L.k" (both
+// after RoPE), "blk.L.v", "blk.L.attn_out", "blk.L.attn_proj", "blk.L.ffn_norm",
+// "blk.L.ffn_gate", "blk.L.ffn_up", "blk.L.ffn_act", "blk.L.ffn_out",
+// "blk.L.resid"; then "output_norm" and "logits" for the rows that return
+// logits (docs/numerics.md §4.2). Null trace: nothing is formatted or copied.
 struct Trace {
   std::function<void(const std::string& name, int pos, std::span<const float> values)> emit;
 };
@@ -34,6 +38,9 @@ struct ForwardOptions {
 
 // Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,
 // appending their K/V. Returns logits: (n or 1, vocab_size) row-major.
+// Throws InputError (fields "token", "position", "tokens", kv_cache "max_tokens")
+// before or while appending; a failed call leaves the cache unchanged.
+// Prefix caching: n = kv.attach_prefix(seq, prompt), then run prompt[n..].
 std::vector<float> forward(const Model& model, KvCache& kv, int seq, std::span<const int> tokens,
                            const ForwardOptions& options = {});
 

@@ -1,0 +1,165 @@
+#pragma once
+// ============================================================================
+// RapidCheck generators shared by every property test (one header, as the
+// issue asks): logit rows (huge values, -inf masks, ties), small model shapes
+// (GQA ratios, head widths, tied/untied heads), sampler configs, KV block
+// sizes, stop strings and valid UTF-8 text.
+// Every run is seeded (seed_rapidcheck); a failure prints
+// RC_PARAMS="reproduce=..." which replays exactly the failing case.
+// ============================================================================
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include "reference/model.h"
+#include "reference/sampler.h"
+#include "reference/synthetic.h"
+
+namespace oracle::prop {
+
+// Seeded unless the caller set RC_PARAMS (e.g. reproduce=... or max_success=...).
+inline void seed_rapidcheck() { setenv("RC_PARAMS", "seed=20261130", 0); }
+
+// rc::prop in a Catch SECTION, verbose: prints "- <name>" and "OK, passed N tests".
+template <typename Testable>
+void check(const std::string& name, Testable&& testable) {
+  rc::prop(name, std::forward<Testable>(testable), true);
+}
+
+// ---- logits -----------------------------------------------------------------
+// One logit: ordinary values, values near the float range (±1e30), exact ties
+// (a few small integers), and -inf (a masked entry).
+inline rc::Gen<float> gen_logit() {
+  return rc::gen::weightedOneOf<float>({
+      {6, rc::gen::map(rc::gen::inRange(-20000, 20001), [](int v) { return (float)v / 100.0f; })},
+      {2, rc::gen::map(rc::gen::inRange(-4, 5), [](int v) { return (float)v; })},
+      {1, rc::gen::map(rc::gen::inRange(-1000, 1001), [](int v) { return (float)v * 1e27f; })},
+      {1, rc::gen::element(1e30f, -1e30f)},
+      {1, rc::gen::just(-std::numeric_limits<float>::infinity())},
+  });
+}
+
+// A row of n in [1, max_n] logits.
+inline rc::Gen<std::vector<float>> gen_logits(int max_n) {
+  return rc::gen::mapcat(rc::gen::inRange(1, max_n + 1), [](int n) {
+    return rc::gen::container<std::vector<float>>((size_t)n, gen_logit());
+  });
+}
+
+// Finite logits only, in [-20, 20], with ties from a coarse grid.
+inline rc::Gen<std::vector<float>> gen_finite_logits(int min_n, int max_n) {
+  return rc::gen::mapcat(rc::gen::inRange(min_n, max_n + 1), [](int n) {
+    auto v = rc::gen::map(rc::gen::inRange(-80, 81), [](int k) { return (float)k / 4.0f; });
+    return rc::gen::container<std::vector<float>>((size_t)n, v);
+  });
+}
+
+// ---- model shapes -------------------------------------------------------------------
+// Small Llama shapes: head_dim in {2,4,8,16}, n_kv_heads in {1,2,3}, GQA ratio
+// n_heads / n_kv_heads in {1,2,4}, 1-2 layers, tied or untied classifier.
+// Vocabulary 384 (the synthetic byte-level vocabulary), context 96.
+inline rc::Gen<Config> gen_config() {
+  return rc::gen::exec([] {
+    Config c;
+    c.head_dim = *rc::gen::element(2, 4, 8, 16);
+    c.n_kv_heads = *rc::gen::inRange(1, 4);
+    c.n_heads = c.n_kv_heads * *rc::gen::element(1, 2, 4);
+    c.dim = c.n_heads * c.head_dim;
+    c.hidden_dim = c.dim * *rc::gen::inRange(1, 4) + *rc::gen::inRange(0, 3);
+    c.n_layers = *rc::gen::inRange(1, 3);
+    c.vocab_size = 384;
+    c.seq_len = 96;
+    c.tied_classifier = *rc::gen::arbitrary<bool>();
+    return c;
+  });
+}
+
+// An in-memory model with random weights for `c` (synthetic_model, seeded).
+inline Model make_model(const Config& c, uint64_t seed) {
+  SyntheticPreset preset{"property", "property test shape", c, true};
+  return synthetic_model(preset, seed, synthetic_byte_vocab(c.vocab_size));
+}
+
+// Token ids of the byte-level vocabulary that are ordinary text (printable ASCII bytes).
+inline rc::Gen<int> gen_token() { return rc::gen::inRange(3 + 0x20, 3 + 0x7f); }
+inline rc::Gen<std::vector<int>> gen_tokens(int min_n, int max_n) {
+  return rc::gen::mapcat(rc::gen::inRange(min_n, max_n + 1), [](int n) {
+    return rc::gen::container<std::vector<int>>((size_t)n, gen_token());
+  });
+}
+
+inline rc::Gen<int> gen_block_size() { return rc::gen::element(1, 2, 3, 4, 7, 8, 16, 32); }
+
+// ---- sampler configs ---------------------------------------------------------------------
+// llamacpp preset with random processors: temperature, top-k, top-p, min-p and
+// penalties, some of them switched off.
+inline rc::Gen<SamplerConfig> gen_sampler_config() {
+  return rc::gen::exec([] {
+    SamplerConfig s = preset_config(*rc::gen::element(std::string("llamacpp"), std::string("hf")));
+    s.temperature = *rc::gen::element(0.25f, 0.7f, 1.0f, 1.5f);
+    s.top_k = *rc::gen::element(0, 1, 2, 5, 40);
+    s.top_p = *rc::gen::element(1.0f, 0.95f, 0.5f, 0.1f);
+    s.min_p = *rc::gen::element(0.0f, 0.05f, 0.3f);
+    s.repetition_penalty = *rc::gen::element(1.0f, 1.1f, 1.5f);
+    s.frequency_penalty = *rc::gen::element(0.0f, 0.5f);
+    s.presence_penalty = *rc::gen::element(0.0f, 0.25f);
+    s.seed = *rc::gen::inRange<uint64_t>(0, 1000000);
+    return s;
+  });
+}
+
+// ---- text --------------------------------------------------------------------------------
+// Short strings over a small alphabet, so stop strings occur often.
+inline rc::Gen<std::string> gen_stop_string() {
+  return rc::gen::nonEmpty(rc::gen::resize(4, rc::gen::container<std::string>(rc::gen::element('a', 'b', 'n', ' '))));
+}
+inline rc::Gen<std::vector<std::string>> gen_stop_strings() {
+  return rc::gen::mapcat(rc::gen::inRange(1, 4), [](int n) {
+    return rc::gen::container<std::vector<std::string>>((size_t)n, gen_stop_string());
+  });
+}
+
+// A Unicode scalar value: mostly ASCII, then 2-, 3- and 4-byte UTF-8 (no surrogates).
+inline rc::Gen<uint32_t> gen_codepoint() {
+  return rc::gen::weightedOneOf<uint32_t>({
+      {8, rc::gen::inRange<uint32_t>(0x20, 0x7f)},
+      {1, rc::gen::element<uint32_t>(' ', '\n', '\t')},
+      {2, rc::gen::inRange<uint32_t>(0x80, 0x800)},
+      {2, rc::gen::suchThat(rc::gen::inRange<uint32_t>(0x800, 0x10000),
+                            [](uint32_t c) { return c < 0xD800 || c > 0xDFFF; })},
+      {1, rc::gen::inRange<uint32_t>(0x10000, 0x110000)},
+  });
+}
+
+inline void append_utf8(std::string& out, uint32_t c) {
+  if (c < 0x80) {
+    out += (char)c;
+  } else if (c < 0x800) {
+    out += (char)(0xC0 | (c >> 6));
+    out += (char)(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += (char)(0xE0 | (c >> 12));
+    out += (char)(0x80 | ((c >> 6) & 0x3F));
+    out += (char)(0x80 | (c & 0x3F));
+  } else {
+    out += (char)(0xF0 | (c >> 18));
+    out += (char)(0x80 | ((c >> 12) & 0x3F));
+    out += (char)(0x80 | ((c >> 6) & 0x3F));
+    out += (char)(0x80 | (c & 0x3F));
+  }
+}
+
+inline rc::Gen<std::string> gen_utf8_text() {
+  return rc::gen::map(rc::gen::container<std::vector<uint32_t>>(gen_codepoint()), [](const std::vector<uint32_t>& cps) {
+    std::string s;
+    for (uint32_t c : cps) append_utf8(s, c);
+    return s;
+  });
+}
+
+}  // namespace oracle::prop

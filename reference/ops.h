@@ -58,7 +58,8 @@ struct KvRows {
   int offset;
 };
 
-// Partials of one chunk [j0, j1): max m, sum s, o (head_dim) = sum e_j * v_j.
+// Partials of one chunk [j0, j1), j1 - j0 <= kAttnChunk: max m, sum s,
+// o (head_dim) = sum e_j * v_j.
 void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
                      float* s, float* o);
 // out (head_dim) = causal attention of q (head_dim) over positions 0..n_pos-1,

@@ -15,6 +15,7 @@
 #include "reference/forward.h"
 #include "reference/kv_cache.h"
 #include "reference/numerics.h"
+#include "reference/synthetic.h"
 #include "test_support.h"
 
 using namespace oracle;
@@ -166,6 +167,49 @@ TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 blocks with the dequantizing GE
       INFO("step " << step);
       REQUIRE(same_bits(std::string(file) + " step " + std::to_string(step), want,
                         dev.forward(0, std::span<const int>(&token, 1))));
+      token = dev.argmax_last()[0];
+    }
+  }
+}
+
+// ---- head layouts on synthetic models: MQA, MHA, GQA, untied LM head -----------------------------
+namespace {
+Model synthetic(int n_heads, int n_kv_heads, bool tied) {
+  SyntheticPreset p;
+  p.name = "emu-test";
+  p.config.dim = 64;
+  p.config.hidden_dim = 100;  // K = 100 for w_down: not a multiple of 16
+  p.config.n_layers = 2;
+  p.config.n_heads = n_heads;
+  p.config.n_kv_heads = n_kv_heads;
+  p.config.head_dim = 64 / n_heads;
+  p.config.vocab_size = 97;
+  p.config.seq_len = 160;
+  p.config.tied_classifier = tied;
+  return synthetic_model(p, 11, Vocab{});
+}
+}  // namespace
+
+TEST_CASE("device pipeline: MQA / MHA / GQA synthetic models, chunked prefill + 60 decode steps",
+          "[emu][pipeline]") {
+  const int layouts[][3] = {{8, 1, 1}, {4, 4, 0}, {4, 2, 0}, {2, 1, 1}};
+  for (auto& h : layouts) {
+    Model m = synthetic(h[0], h[1], h[2] != 0);
+    INFO("heads " << h[0] << " kv " << h[1] << " tied " << h[2]);
+    optimized::Backend dev(m, {1, 7, 0});
+    KvCache kv(m.config, {});
+    std::vector<int> prompt(40);
+    for (int i = 0; i < 40; i++) prompt[i] = (i * 37 + 5) % m.config.vocab_size;
+    ForwardOptions all;
+    all.all_logits = true;
+    std::span<const int> p(prompt);
+    REQUIRE(same_bits("prefill 0..17", forward(m, kv, 0, p.first(17), all), dev.forward(0, p.first(17), true)));
+    REQUIRE(same_bits("prefill 17..40", forward(m, kv, 0, p.subspan(17), all), dev.forward(0, p.subspan(17), true)));
+    int token = dev.argmax_last().back();
+    for (int step = 0; step < 60; step++) {  // positions 40..99: chunks 1..3
+      INFO("step " << step);
+      auto want = forward(m, kv, 0, std::span<const int>(&token, 1));
+      REQUIRE(same_bits("decode", want, dev.forward(0, std::span<const int>(&token, 1))));
       token = dev.argmax_last()[0];
     }
   }

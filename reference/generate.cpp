@@ -87,6 +87,7 @@ class Request {
   }
   bool finish(FinishReason reason) {
     result_.stop_detail = finish_reason_name(reason);
+    result_.invalid_utf8_replaced = stream_.n_replaced();
     result_.finish_reason = reason == FinishReason::Length ? "length" : "stop";
     return false;
   }
@@ -185,7 +186,7 @@ void from_json(const nlohmann::json& j, GenerationStep& s) {
 void to_json(nlohmann::json& j, const GenerationResult& r) {
   j = {{"prompt_ids", r.prompt_ids},       {"output_ids", r.output_ids}, {"text", r.text},
        {"finish_reason", r.finish_reason}, {"stop_detail", r.stop_detail}, {"sampler", r.sampler},
-       {"seq_id", r.seq_id},               {"steps", r.steps}};
+       {"invalid_utf8_replaced", r.invalid_utf8_replaced}, {"seq_id", r.seq_id},               {"steps", r.steps}};
 }
 
 void from_json(const nlohmann::json& j, GenerationResult& r) {
@@ -195,6 +196,7 @@ void from_json(const nlohmann::json& j, GenerationResult& r) {
   r.finish_reason = j.at("finish_reason").get<std::string>();
   r.stop_detail = j.at("stop_detail").get<std::string>();
   r.sampler = j.at("sampler").get<SamplerConfig>();
+  r.invalid_utf8_replaced = j.value("invalid_utf8_replaced", 0);
   r.seq_id = j.at("seq_id").get<uint32_t>();
   r.steps = j.at("steps").get<std::vector<GenerationStep>>();
 }

@@ -46,6 +46,7 @@ struct GenerationResult {
   std::string text;              // streamed text: stop tokens and stop strings excluded
   std::string finish_reason;     // "stop" (EOS, BOS, stop token, stop string) or "length"
   std::string stop_detail;       // "eos", "stop_token", "stop_string" or "length"
+  int invalid_utf8_replaced = 0; // invalid byte runs from the model shown as U+FFFD in `text`
   SamplerConfig sampler;
   uint32_t seq_id = 0;
   std::vector<GenerationStep> steps;  // (n_steps)

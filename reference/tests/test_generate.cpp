@@ -255,3 +255,20 @@ TEST_CASE("bad generation input names the field", "[generate][errors]") {
   o.sampler.top_p = -1.0f;
   CHECK(field_of("hi", o) == "top_p");
 }
+
+TEST_CASE("invalid bytes from the model are shown as U+FFFD and counted", "[generate][utf8]") {
+  // Force the byte-fallback token <0xFF> (never valid UTF-8) for the first
+  // steps with a logit bias, then let the model continue.
+  Model m = load("stories260K/stories260K.bin");
+  Tokenizer t = tok512(m);
+  GenerateOptions o = greedy(3);
+  int ff = 3 + 0xFF;  // llama2.c vocabularies: <0x00> is id 3
+  REQUIRE(t.vocab().tokens[ff] == "<0xFF>");
+  o.sampler.logit_bias = {{ff, 1e4f}};
+  GenerationResult r = generate(m, t, "Once", o);
+  CHECK(r.output_ids == std::vector<int>{ff, ff, ff});
+  CHECK(r.invalid_utf8_replaced == 3);
+  CHECK(r.text.find("\xEF\xBF\xBD") != std::string::npos);  // U+FFFD visible in the text
+  nlohmann::json j = r;
+  CHECK(j.at("invalid_utf8_replaced") == 3);
+}

@@ -9,6 +9,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kTileQueries = 32;  // v2: queries per warp-sized block
 constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr size_t kMaxStaticShared = 48 * 1024;  // dynamic shared memory without an opt-in attribute
 
 __device__ __forceinline__ long long kv_row(const PagedKvLayer& kv, int seq, int j) {
   const int block = kv.block_table[(long long)seq * kv.max_blocks_per_seq + j / kv.block_size];
@@ -172,12 +173,14 @@ void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int
   const int n_chunks = attention_chunks(max_pos);
   float* ml = workspace;                                       // (T, n_heads, n_chunks, 2)
   float* o = workspace + (size_t)T * shape.n_heads * n_chunks * 2;  // (T, n_heads, n_chunks, head_dim)
+  const size_t tile_bytes = sizeof(float) * 2 * kAttnChunk * shape.head_dim;
   if (version == AttentionVersion::Auto) version = T > 1 ? AttentionVersion::Tiled : AttentionVersion::Naive;
+  if (tile_bytes > kMaxStaticShared) version = AttentionVersion::Naive;  // head_dim > 192: no tile
   if (version == AttentionVersion::Tiled) {
     LaunchConfig cfg;
     cfg.grid = dim3(blocks_for(T, kTileQueries), shape.n_heads, n_chunks);
     cfg.block = dim3(kTileQueries);
-    cfg.shared_bytes = sizeof(float) * 2 * kAttnChunk * shape.head_dim;
+    cfg.shared_bytes = tile_bytes;
     cfg.sync = true;
     cfg.stream = stream;
     launch(cfg, attention_partial_tiled_kernel, q, kv, seq, pos, T, n_chunks, shape, ml, o);

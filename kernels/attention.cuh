@@ -72,7 +72,8 @@ inline size_t attention_workspace_floats(int T, const AttentionShape& s, int max
 // Partial-kernel versions (same bits): Naive = v1, one thread per (query,
 // head, chunk) reading the pools; Tiled = v2, a warp of 32 consecutive queries
 // per (head, chunk) staging the chunk's K/V in shared memory when the 32
-// queries share a sequence (prefill). Auto: Tiled when T > 1.
+// queries share a sequence (prefill). Auto: Tiled when T > 1. Tiled falls
+// back to Naive when the tile would exceed 48 KiB (head_dim > 192).
 enum class AttentionVersion { Auto, Naive, Tiled };
 
 // max_pos: an upper bound of pos[0..T) known on the host (sizes the chunk grid).

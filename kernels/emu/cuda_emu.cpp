@@ -85,7 +85,7 @@ enum class Wait { None, Block, Warp };
 
 struct Fiber {
   uint3 tid;
-  int linear = 0, warp = 0, lane = 0;
+  int warp = 0, lane = 0;
   bool done = false;
   Wait wait = Wait::None;
   uint64_t wait_gen = 0;
@@ -268,7 +268,11 @@ void launch_raw(KernelThunk thunk, void* closure, dim3 grid, dim3 block, size_t 
   if (e.thunk) fatal("nested kernel launch");
   const int n_threads = (int)(block.x * block.y * block.z);
   const unsigned n_blocks = grid.x * grid.y * grid.z;
-  if (n_threads <= 0 || n_threads > 1024) fatal("block size must be 1..1024 threads");
+  // The GPU's launch limits, so a configuration that would fail there fails here.
+  if (n_threads <= 0 || n_threads > 1024 || block.z > 64) fatal("block size must be 1..1024 threads (z <= 64)");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535)
+    fatal("grid dimensions must be >= 1 with y, z <= 65535");
+  if (shared_bytes > 48 * 1024) fatal("more than 48 KiB of dynamic shared memory needs an opt-in attribute");
   e.thunk = thunk;
   e.closure = closure;
   e.dynamic_shared.assign(shared_bytes, 0);
@@ -280,7 +284,6 @@ void launch_raw(KernelThunk thunk, void* closure, dim3 grid, dim3 block, size_t 
     for (int i = 0; i < n_threads; i++) {
       Fiber& f = e.fibers[i];
       f.tid = uint3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-      f.linear = i;
       f.warp = i / 32;
       f.lane = i % 32;
     }

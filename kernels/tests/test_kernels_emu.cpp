@@ -444,7 +444,7 @@ OpOutputs run_attention(const AttnParams& P, uint32_t s) {
 TEST_CASE("paged attention kernels are bit-exact (prefill + decode batch, GQA, block sizes)", "[emu][attention]") {
   std::vector<OpCase> cases;
   uint32_t seed = 800;
-  const int heads[][3] = {{2, 2, 8}, {4, 2, 64}, {8, 2, 16}, {8, 1, 8}, {4, 4, 128}};
+  const int heads[][3] = {{2, 2, 8}, {4, 2, 64}, {8, 2, 16}, {8, 1, 8}, {4, 4, 128}, {2, 1, 256}};  // 256: no tile
   for (auto version : {k::AttentionVersion::Naive, k::AttentionVersion::Tiled})
     for (auto& h : heads)
       for (int bs : {1, 3, 16}) {

@@ -9,6 +9,8 @@
 // ============================================================================
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
+#include <sstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -25,10 +27,26 @@ namespace oracle::prop {
 // Seeded unless the caller set RC_PARAMS (e.g. reproduce=... or max_success=...).
 inline void seed_rapidcheck() { setenv("RC_PARAMS", "seed=20261130", 0); }
 
-// rc::prop in a Catch SECTION, verbose: prints "- <name>" and "OK, passed N tests".
+// rc::prop for Catch, with a test id: prints "- <name>" and "OK, passed N tests",
+// and on failure the counterexample; at exit RapidCheck prints
+// RC_PARAMS="reproduce=..." for every failed property (keyed by its name).
 template <typename Testable>
 void check(const std::string& name, Testable&& testable) {
-  rc::prop(name, std::forward<Testable>(testable), true);
+  SECTION(name) {
+    rc::detail::TestMetadata metadata;
+    metadata.id = name;
+    metadata.description = name;
+    const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata);
+    std::ostringstream msg;
+    rc::detail::printResultMessage(result, msg);
+    if (result.template is<rc::detail::SuccessResult>()) {
+      std::cout << "- " << name << "\n" << msg.str() << std::endl;
+      SUCCEED();
+    } else {
+      INFO(msg.str());
+      FAIL("property failed: " << name);
+    }
+  }
 }
 
 // ---- logits -----------------------------------------------------------------

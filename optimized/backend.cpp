@@ -3,6 +3,7 @@
 #include "optimized/backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -47,22 +48,39 @@ void Backend::matmul(const DeviceMatrix& W, const float* x, float* out, int N, i
   else k::matmul_f32(W.f32.get(), x, out, N, K, n);
 }
 
+void Backend::emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count) {
+  if (!options_.trace || !options_.trace->emit) return;
+  char full[64];
+  std::snprintf(full, sizeof full, name, layer);
+  std::vector<float> host((size_t)count * width);  // (count, width)
+  kernels::check_cuda(cudaDeviceSynchronize(), "trace");
+  buf.download(host.data(), host.size(), (size_t)first * width);
+  for (int r = 0; r < count; r++)
+    options_.trace->emit(full, row_pos_[first + r], std::span<const float>(&host[(size_t)r * width], (size_t)width));
+}
+
 // ---- attention block: norm, q/k/v, RoPE, KV store, paged attention, wo, residual ----
 void Backend::attention_block(int l, int n, int max_pos) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   k::rmsnorm(s_.x.get(), w.attn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  emit("blk.%d.attn_norm", l, s_.xb, c.dim, 0, n);
   matmul(w.wq, s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
   matmul(w.wk, s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
   matmul(w.wv, s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
   k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
           c.n_heads, c.n_kv_heads, c.head_dim);
+  emit("blk.%d.q", l, s_.q, q_dim, 0, n);
+  emit("blk.%d.k", l, s_.k, kv_dim, 0, n);
+  emit("blk.%d.v", l, s_.v, kv_dim, 0, n);
   const k::PagedKvLayer layer = kv_.layer(l);
   k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n);
   k::attention(s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
                {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), s_.att.get());
+  emit("blk.%d.attn_out", l, s_.att, q_dim, 0, n);
   matmul(w.wo, s_.att.get(), s_.proj.get(), c.dim, q_dim, n);
+  emit("blk.%d.attn_proj", l, s_.proj, c.dim, 0, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
 }
 
@@ -71,11 +89,17 @@ void Backend::ffn_block(int l, int n) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   k::rmsnorm(s_.x.get(), w.ffn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  emit("blk.%d.ffn_norm", l, s_.xb, c.dim, 0, n);
   matmul(w.w_gate, s_.xb.get(), s_.gate.get(), c.hidden_dim, c.dim, n);
   matmul(w.w_up, s_.xb.get(), s_.up.get(), c.hidden_dim, c.dim, n);
+  emit("blk.%d.ffn_gate", l, s_.gate, c.hidden_dim, 0, n);
+  emit("blk.%d.ffn_up", l, s_.up, c.hidden_dim, 0, n);
   k::swiglu(s_.gate.get(), s_.up.get(), s_.gate.get(), (long long)n * c.hidden_dim);
+  emit("blk.%d.ffn_act", l, s_.gate, c.hidden_dim, 0, n);
   matmul(w.w_down, s_.gate.get(), s_.proj.get(), c.dim, c.hidden_dim, n);
+  emit("blk.%d.ffn_out", l, s_.proj, c.dim, 0, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
+  emit("blk.%d.resid", l, s_.x, c.dim, 0, n);
 }
 
 // ---- rows through the model; logits of rows [first, n) ---------------------------------
@@ -90,6 +114,7 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   grow(s_, c, n);
   std::vector<int> tok(n), seq(n), pos(n);
   for (int i = 0; i < n; i++) tok[i] = rows[i].token, seq[i] = rows[i].seq, pos[i] = rows[i].pos;
+  row_pos_ = pos;
   s_.tokens.upload(tok.data(), n);
   s_.seqs.upload(seq.data(), n);
   s_.positions.upload(pos.data(), n);
@@ -104,6 +129,11 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   k::rmsnorm(s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), s_.xb.get(), c.dim, n_out,
              c.norm_eps);
   matmul(model_.classifier, s_.xb.get(), s_.logits.get(), c.vocab_size, c.dim, n_out);
+  if (options_.trace) {  // head rows sit at 0.. in xb/logits; their positions at first..
+    row_pos_.erase(row_pos_.begin(), row_pos_.begin() + first);
+    emit("output_norm", 0, s_.xb, c.dim, 0, n_out);
+    emit("logits", 0, s_.logits, c.vocab_size, 0, n_out);
+  }
   last_first_ = first, last_rows_ = n_out;
   std::vector<float> logits((size_t)n_out * c.vocab_size);
   kernels::check_cuda(cudaDeviceSynchronize(), "forward");

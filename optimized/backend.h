@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/gemm_fast.cuh"
+#include "reference/forward.h"
 
 #include "optimized/device_kv.h"
 #include "optimized/device_model.h"
@@ -41,6 +42,9 @@ enum class Mode { Deterministic, Fast };
 struct BackendOptions {
   Mode mode = Mode::Deterministic;
   bool keep_quantized = false;  // Q8_0/Q4_0 weights stay blocks on the device (dequantizing GEMV)
+  // Observer of the same named intermediates as oracle::forward ("blk.3.q",
+  // ..., "logits"; values copied back from the device), for `oracle diff`.
+  Trace* trace = nullptr;
   kernels::FastPrecision precision = kernels::FastPrecision::F32;  // Fast mode only
 };
 
@@ -68,6 +72,8 @@ class Backend {
   void ffn_block(int l, int n);
   // out (n, N) = x (n, K) · W^T in the configured mode.
   void matmul(const DeviceMatrix& W, const float* x, float* out, int N, int K, int n);
+  // Sends rows [first, first + count) of a (rows, width) device buffer to the trace.
+  void emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count);
 
   BackendOptions options_;
   std::unique_ptr<kernels::FastGemm> fast_gemm_;  // Fast mode only
@@ -75,6 +81,7 @@ class Backend {
   DeviceKv kv_;
   Scratch s_;
   int last_first_ = 0, last_rows_ = 0;  // logits rows of the last call: [first, first + rows)
+  std::vector<int> row_pos_;             // (rows of the current call) positions, for the trace
 };
 
 }  // namespace oracle::optimized

@@ -214,3 +214,46 @@ TEST_CASE("device pipeline: MQA / MHA / GQA synthetic models, chunked prefill + 
     }
   }
 }
+
+// ---- trace: the same named intermediates, bit for bit (what `oracle diff` compares) ---------------
+namespace {
+struct TraceEntry {
+  std::string name;
+  int pos;
+  std::vector<float> values;
+};
+Trace recorder(std::vector<TraceEntry>& out) {
+  Trace t;
+  t.emit = [&out](const std::string& name, int pos, std::span<const float> v) {
+    out.push_back({name, pos, std::vector<float>(v.begin(), v.end())});
+  };
+  return t;
+}
+}  // namespace
+
+TEST_CASE("device pipeline: trace names, positions and values equal oracle::forward's", "[emu][pipeline]") {
+  Model m = stories260k();
+  std::vector<TraceEntry> want, got;
+  Trace tw = recorder(want), tg = recorder(got);
+  optimized::BackendOptions bo;
+  bo.trace = &tg;
+  optimized::Backend dev(m, {1, 16, 0}, bo);
+  KvCache kv(m.config, {});
+  ForwardOptions fo;
+  fo.trace = &tw;
+  std::vector<int> prompt = {1, 40, 41, 42, 43};
+  forward(m, kv, 0, prompt, fo);
+  dev.forward(0, prompt);
+  for (int token : {7, 8, 9}) {
+    forward(m, kv, 0, std::span<const int>(&token, 1), fo);
+    dev.forward(0, std::span<const int>(&token, 1));
+  }
+  REQUIRE(want.size() == got.size());
+  REQUIRE(want.size() > 100);
+  for (size_t i = 0; i < want.size(); i++) {
+    INFO("entry " << i << " " << want[i].name << " pos " << want[i].pos);
+    REQUIRE(got[i].name == want[i].name);
+    REQUIRE(got[i].pos == want[i].pos);
+    REQUIRE(same_bits(want[i].name, want[i].values, got[i].values));
+  }
+}

@@ -109,7 +109,14 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   for (const Row& r : rows)
     require_input(r.token >= 0 && r.token < c.vocab_size, "backend", "token",
                   "token id " + std::to_string(r.token) + " outside [0, " + std::to_string(c.vocab_size) + ")");
-  for (Row& r : rows) r.pos = kv_.append(r.seq, 1);
+  std::vector<std::pair<int, int>> before;  // (seq, length) to restore if an append fails
+  for (const Row& r : rows) before.push_back({r.seq, kv_.length(r.seq)});
+  try {
+    for (Row& r : rows) r.pos = kv_.append(r.seq, 1);
+  } catch (...) {
+    for (auto it = before.rbegin(); it != before.rend(); ++it) kv_.truncate(it->first, it->second);
+    throw;
+  }
   const int n = (int)rows.size();
   grow(s_, c, n);
   std::vector<int> tok(n), seq(n), pos(n);

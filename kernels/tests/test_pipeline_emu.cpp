@@ -12,6 +12,7 @@
 
 #include "kernel_test_support.h"
 #include "optimized/backend.h"
+#include "reference/errors.h"
 #include "reference/forward.h"
 #include "reference/kv_cache.h"
 #include "reference/numerics.h"
@@ -256,4 +257,28 @@ TEST_CASE("device pipeline: trace names, positions and values equal oracle::forw
     REQUIRE(got[i].pos == want[i].pos);
     REQUIRE(same_bits(want[i].name, want[i].values, got[i].values));
   }
+}
+
+TEST_CASE("device pipeline: bad input throws InputError naming the field and leaves the cache unchanged",
+          "[emu][pipeline]") {
+  Model m = stories260k();
+  optimized::Backend dev(m, {2, 16, 0});
+  std::vector<int> ok = {1, 2, 3};
+  dev.forward(0, ok);
+  auto field_of = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  std::vector<int> bad_token = {1, m.config.vocab_size};
+  CHECK_THAT(field_of([&] { dev.forward(0, bad_token); }), Catch::Contains("token"));
+  std::vector<int> too_long(m.config.seq_len, 1);  // 3 + seq_len positions > context
+  CHECK_THAT(field_of([&] { dev.forward(0, too_long); }), Catch::Contains("position"));
+  std::vector<int> seqs = {0, 0}, toks = {1, 2};
+  CHECK_THAT(field_of([&] { dev.forward_batch(seqs, toks); }), Catch::Contains("seqs"));
+  CHECK(dev.kv().length(0) == 3);
+  CHECK(dev.kv().length(1) == 0);
 }

@@ -5,7 +5,9 @@
 #   files:   stories260K.bin (llama2.c) | stories260K.gguf (GGUF F32, same weights)
 #   threads: 1 | 2
 #   prefill: one pass | chunks of 1, 3 and 7 tokens (--prefill-chunk)
-# and two runs of the same command. Exit 0 when every cell matches the first,
+# and two runs of the same command; then, in every build, `oracle golden verify golden`
+# with 1 and 2 threads (every golden record of every model must match its hashes).
+# Exit 0 when every cell matches the first,
 # 1 on the first mismatch (printing both step lists), 2 on setup errors.
 # Environment: ORACLE_SHARED_DIR (fixtures, default ../shared), MATRIX_DIR
 # (build folders, default build-matrix), MATRIX_BUILDS (subset of the builds).
@@ -69,5 +71,14 @@ for b in $BUILDS; do
     done
   done
   check "$b second run" "$oracle" "${common[@]}" --model "$MODELS/stories260K.bin" --threads 1
+  # Golden transcripts (golden/): every record of every real model, bit for bit.
+  for threads in 1 2; do
+    log="$ROOT/$b.golden.threads$threads.log"
+    if ORACLE_SHARED_DIR="$SHARED" "$oracle" golden verify golden --threads "$threads" >"$log" 2>&1; then
+      echo "ok: $b golden verify threads=$threads: $(tail -1 "$log")"
+    else
+      echo "MISMATCH: $b golden verify threads=$threads" >&2; cat "$log" >&2; exit 1
+    fi
+  done
 done
 echo "determinism matrix: all cells identical"

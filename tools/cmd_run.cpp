@@ -5,8 +5,10 @@
 
 #include "reference/errors.h"
 #include "reference/generate.h"
+#include "reference/replay_log.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
+#include "tools/version.h"
 #include "tools/spec_args.h"
 
 namespace oracle::tools {
@@ -17,6 +19,7 @@ struct RunOptions {
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
+  std::string log;  // --log F.jsonl: append the sampling tuple (reference/replay_log.h)
   SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
 };
 
@@ -60,6 +63,11 @@ int run_run(const RunOptions& o) {
       std::fflush(stdout);
     };
   const GenerationResult r = generate(lm.model, lm.tokenizer, o.prompt, gen);
+  if (!o.log.empty()) {
+    const ModelIdentity id{lm.model.path, lm.model.sha256, lm.tokenizer_source, lm.tokenizer_sha256,
+                           lm.model.config.seq_len};
+    append_log_record(o.log, make_log_record(kOracleVersion, id, o.prompt, gen, r));
+  }
   if (o.json) {
     const std::string out = run_json(lm, o, r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::printf("%s\n", out.c_str());
@@ -97,6 +105,7 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
+  sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
   add_speculative_options(sub, opts->spec);
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")

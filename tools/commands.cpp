@@ -9,6 +9,7 @@ Command setup_synth(CLI::App& app);
 Command setup_bench(CLI::App& app);
 Command setup_certify(CLI::App& app);
 Command setup_quantize(CLI::App& app);
+Command setup_replay(CLI::App& app);
 Command setup_golden(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
@@ -19,6 +20,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_bench(app),
       setup_certify(app),
       setup_quantize(app),
+      setup_replay(app),
       setup_golden(app),
   };
 }

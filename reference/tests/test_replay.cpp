@@ -223,6 +223,16 @@ TEST_CASE("a top_p lowered after the fact is impossible at the first token outsi
   CHECK(std::fabs(imp->margin - expected_margin) < 1e-5);
   CHECK(first_finding(rep, "borderline") == nullptr);
   CHECK(rep.diverged_at <= expected);
+
+  // With a tolerance just above that token's margin it is borderline instead.
+  ReplayOptions wide;
+  wide.prob_tolerance = expected_margin + 1e-5;
+  const RecordReport near = replay_line({1, j.dump()}, "lowered.jsonl", fx().rm(), wide);
+  const TokenFinding* b = first_finding(near, "borderline");
+  REQUIRE(b != nullptr);
+  CHECK(b->index == expected);
+  CHECK(b->detail.find("within the tolerance") != std::string::npos);
+  CHECK(near.status == "DIVERGED");  // own log: borderline still fails
 }
 
 TEST_CASE("garbled lines are reported with their line numbers; the others still replay", "[replay]") {
@@ -322,6 +332,15 @@ TEST_CASE("foreign OpenAI-style records: support and logprobs within tolerance",
     REQUIRE(rep.status == "DIVERGED");
     REQUIRE(rep.diverged_at == first);
     CHECK(first_finding(rep, "impossible")->reason == "top_k");
+    // The margin is the logit gap to the argmax: the raw log-softmax gap.
+    const float gap = rec.steps[(size_t)first].logprobs.raw_top[0].logprob - rec.steps[(size_t)first].logprobs.raw_logprob;
+    CHECK(std::fabs(first_finding(rep, "impossible")->margin - gap) < 1e-4);
+    // A logit tolerance beyond that gap makes it borderline, which a foreign record may be.
+    ReplayOptions wide = ro;
+    wide.logit_tolerance = gap + 1e-3;
+    rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), wide);
+    REQUIRE(first_finding(rep, "borderline") != nullptr);
+    CHECK(first_finding(rep, "borderline")->index == first);
   }
   SECTION("a record for another model is an error naming model_sha256") {
     f["model_sha256"] = std::string(64, 'a');

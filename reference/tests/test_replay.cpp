@@ -421,3 +421,21 @@ TEST_CASE("a token logged after a stop is impossible", "[replay]") {
   CHECK(rep.findings.front().verdict == "impossible");
   CHECK(rep.findings.front().reason == "after_stop");
 }
+
+TEST_CASE("a foreign record with text only is re-tokenized after the prompt", "[replay]") {
+  GenerateOptions o;
+  o.max_tokens = 10;
+  o.stop_on_eos = false;
+  o.sampler.temperature = 0.0f;
+  const LogRecord rec = fx().run("Once upon a time", o);
+  json f = {{"prompt", rec.prompt}, {"temperature", 0}, {"choices", {{{"text", rec.text}}}}};
+  const RecordReport rep = replay_line({1, f.dump()}, "t.jsonl", fx().rm(), ReplayOptions{});
+  INFO(replay_summary_table({rep}));
+  CHECK(rep.status == "PLAUSIBLE");
+  CHECK(rep.n_tokens == (int)fx().tok.encode(rec.prompt + rec.text, true).size() - (int)rec.prompt_ids.size());
+  f["choices"][0]["text"] = rec.text + " zebra";  // not the greedy continuation
+  const RecordReport bad = replay_line({1, f.dump()}, "t.jsonl", fx().rm(), ReplayOptions{});
+  CHECK(bad.status == "DIVERGED");
+  REQUIRE(bad.diverged_at >= 0);
+  CHECK(first_finding(bad, "impossible")->reason == "greedy");
+}

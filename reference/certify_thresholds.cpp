@@ -70,7 +70,7 @@ std::vector<Threshold> load_thresholds(const std::string& path, std::vector<Thre
     Threshold t{metric, has_max, has_max ? spec["max"].get<double>() : spec["min"].get<double>()};
     CertifyResult probe;
     metric_value(probe, metric);  // rejects unknown metric names
-    auto same = [&](const Threshold& b) { return b.metric == metric; };
+    auto same = [&t](const Threshold& b) { return b.metric == t.metric; };  // clang 14: no capture of a structured binding
     base.erase(std::remove_if(base.begin(), base.end(), same), base.end());
     base.push_back(t);
   }

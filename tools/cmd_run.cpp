@@ -51,6 +51,8 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
 int run_run(const RunOptions& o) {
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
+  require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
+                "speculative runs are not logged; drop --log or the speculative options");
   if (speculative_enabled(o.spec))
     return print_speculative_run(lm, o.spec, o.prompt, o.gen.sampler, o.gen.max_tokens, o.ignore_eos,
                                  o.gen.stop_strings, o.model.threads, o.json);

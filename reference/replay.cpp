@@ -3,7 +3,9 @@
 // a verdict per token (replay.h, docs/replay.md).
 #include "reference/replay.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include <nlohmann/json.hpp>

@@ -77,7 +77,12 @@ GenerateOptions mixed_options(int i) {
   s.top_k = std::vector<int>{0, 5, 40}[(size_t)i % 3];
   s.top_p = std::vector<float>{1.0f, 0.9f, 0.6f, 0.95f}[(size_t)(i / 3) % 4];
   s.min_p = std::vector<float>{0.0f, 0.05f, 0.2f}[(size_t)(i / 2) % 3];
-  if (i % 4 == 1) s.repetition_penalty = 1.3f, s.frequency_penalty = 0.2f, s.presence_penalty = 0.1f, s.penalty_window = 16;
+  if (i % 4 == 1) {
+    s.repetition_penalty = 1.3f;
+    s.frequency_penalty = 0.2f;
+    s.presence_penalty = 0.1f;
+    s.penalty_window = 16;
+  }
   if (i % 7 == 2) s.logit_bias = {{(i * 37) % 512, 3.0f}, {(i * 11) % 512, -2.0f}};
   if (i % 6 == 3) s.banned_tokens = {(i * 13) % 512 + 3, 100};
   if (i % 11 == 4) s.order = {"temperature", "min_p", "top_p", "top_k", "penalties", "banned", "logit_bias"};

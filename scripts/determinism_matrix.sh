@@ -10,7 +10,8 @@
 # Exit 0 when every cell matches the first,
 # 1 on the first mismatch (printing both step lists), 2 on setup errors.
 # Environment: ORACLE_SHARED_DIR (fixtures, default ../shared), MATRIX_DIR
-# (build folders, default build-matrix), MATRIX_BUILDS (subset of the builds).
+# (build folders, default build-matrix), MATRIX_BUILDS (subset of the builds),
+# MATRIX_GCC_O3_DIR (an existing g++ Release -march=native build to reuse, e.g. build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${ORACLE_SHARED_DIR:-../shared}
@@ -42,7 +43,8 @@ check() {  # label, then the oracle command
   got=$("$@" | fingerprint)
   if [ -z "$reference" ]; then
     reference=$got
-    echo "reference: $label ($(jq '.steps | length' <<<"$got") steps)"
+    # The fingerprint's hash lets runs of different MATRIX_BUILDS subsets be compared.
+    echo "reference: $label ($(jq '.steps | length' <<<"$got") steps, fingerprint $(sha256sum <<<"$got" | cut -c1-16))"
   elif [ "$got" != "$reference" ]; then
     echo "MISMATCH: $label" >&2
     diff <(jq '.' <<<"$reference") <(jq '.' <<<"$got") | head -20 >&2
@@ -52,9 +54,11 @@ check() {  # label, then the oracle command
   fi
 }
 
+mkdir -p "$ROOT"
 for b in $BUILDS; do
   case $b in
-    gcc-O3) build "$b" g++ Release ON ;;
+    gcc-O3) if [ -n "${MATRIX_GCC_O3_DIR:-}" ]; then ln -sfn "$(realpath "$MATRIX_GCC_O3_DIR")" "$ROOT/$b"
+            else build "$b" g++ Release ON; fi ;;
     gcc-O0) build "$b" g++ Debug OFF ;;
     clang-O3) build "$b" clang++ Release ON ;;
     *) echo "determinism_matrix: unknown build $b" >&2; exit 2 ;;

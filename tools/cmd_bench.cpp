@@ -10,6 +10,7 @@
 #include "reference/thread_pool.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
+#include "tools/device_backend.h"
 #include "tools/model_args.h"
 #include "tools/spec_args.h"
 
@@ -22,6 +23,8 @@ struct BenchOptions {
   int probe_repeats = 3;
   bool json = false;
   SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
+  std::string mode = "deterministic"; // device backends: deterministic or fast
 };
 
 struct BenchTimes {
@@ -116,11 +119,18 @@ static void print_human(const nlohmann::json& j) {
 int run_bench(const BenchOptions& o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
-  require_input(o.prompt_tokens >= 1 && o.decode_tokens >= 1, "--prompt-tokens", "tokens",
-                "prompt and decode token counts must be positive");
   require_input(o.prompt_tokens + o.decode_tokens <= m.config.seq_len, m.path, "context_length",
                 std::to_string(o.prompt_tokens + o.decode_tokens) + " positions do not fit a context of " +
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
+  if (require_backend(o.backend)) {  // device pipeline: speed and achieved bandwidth only
+    require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
+    const nlohmann::json j = device_bench(m, o.backend, parse_mode(o.mode), o.prompt_tokens, o.decode_tokens);
+    if (o.json) std::printf("%s\n", j.dump().c_str());
+    else std::printf("%s %s: prefill %.1f tok/s, decode %.1f tok/s (%.3g GB/s of weights)\n", o.backend.c_str(),
+                     o.mode.c_str(), j["prefill_tok_s"].get<double>(), j["decode_tok_s"].get<double>(),
+                     j["decode_weight_bytes_s"].get<double>() / 1e9);
+    return kExitOk;
+  }
   KvCache kv(m.config, KvCacheOptions{});
   ThreadPool pool(o.model.threads);
   const BenchTimes t = time_generation(m, kv, o, pool);
@@ -138,12 +148,16 @@ Command setup_bench(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "Measure prefill/decode speed, KV cache and memory");
   add_model_options(sub, opts->model);
-  sub->add_option("--prompt-tokens", opts->prompt_tokens, "Tokens prefilled in one forward call");
-  sub->add_option("--decode-tokens", opts->decode_tokens, "Tokens decoded one at a time");
+  sub->add_option("--prompt-tokens", opts->prompt_tokens, "Tokens prefilled in one forward call")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--decode-tokens", opts->decode_tokens, "Tokens decoded one at a time")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--probe-repeats", opts->probe_repeats, "Passes of the bandwidth probe (best taken)")
       ->check(CLI::Range(1, 100));
   sub->add_flag("--json", opts->json, "Print one JSON object");
   add_speculative_options(sub, opts->spec);
+  sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");
+  sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   return {sub, [opts] { return run_bench(*opts); }};
 }
 

@@ -5,11 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/errors.h"
-#include "reference/gguf.h"
 #include "reference/sha256.h"
 #include "reference/synthetic.h"
-#include "reference/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/model_args.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {
@@ -39,9 +38,7 @@ static void fill_token_types(Vocab& v) {
 
 static Vocab synth_vocab(const SynthOptions& o, const SyntheticPreset& p) {
   if (o.tokenizer.empty()) return synthetic_byte_vocab(p.config.vocab_size);
-  const bool gguf = o.tokenizer.size() >= 5 && o.tokenizer.ends_with(".gguf");
-  Vocab v = gguf ? load_gguf_vocab(o.tokenizer)
-                 : load_llama2c_tokenizer(o.tokenizer, p.config.vocab_size);
+  Vocab v = load_tokenizer_file(o.tokenizer, p.config.vocab_size);
   v.source = o.tokenizer;
   fill_token_types(v);
   return v;

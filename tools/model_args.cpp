@@ -57,7 +57,7 @@ static std::string tokenizer_beside(const Model& m) {
   return "";
 }
 
-static Vocab load_tokenizer_file(const std::string& path, int vocab_size) {
+Vocab load_tokenizer_file(const std::string& path, int vocab_size) {
   if (is_gguf_file(path)) return load_gguf_vocab(path);
   return load_llama2c_tokenizer(path, vocab_size);
 }

@@ -31,6 +31,9 @@ struct LoadedModel {
   std::string tokenizer_sha256;  // of the tokenizer file (embedded: the model's)
 };
 
+// A tokenizer file: GGUF (by extension: tokenizer.ggml.*) or llama2.c tokenizer.bin.
+Vocab load_tokenizer_file(const std::string& path, int vocab_size);
+
 // Loads the model only (bench). InputError on any bad input.
 Model load_model_arg(const ModelArgs& args);
 // Loads the model and its tokenizer and checks that their vocabulary sizes agree

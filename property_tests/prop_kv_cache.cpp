@@ -63,16 +63,22 @@ TEST_CASE("property: KV cache rollback and fork", "[property][kv]") {
     RC_ASSERT(same_bits(got, tail, "after rollback"));
   });
 
-  oracle::prop::check("fork then diverge: parent and child each equal a fresh run", [] {
+  // Interleaved so that a write into a shared block would be seen: the child
+  // appends, the parent appends at the same positions, the child continues.
+  oracle::prop::check("fork then interleave: parent and child each equal a fresh run", [] {
     Config c = *oracle::prop::gen_config();
     Model model = oracle::prop::make_model(c, *rc::gen::inRange<uint64_t>(1, 1000));
     std::vector<int> prefix = *oracle::prop::gen_tokens(1, 20);
-    std::vector<int> t0 = *oracle::prop::gen_tokens(1, 8), t1 = *oracle::prop::gen_tokens(1, 8);
+    std::vector<int> t0 = *oracle::prop::gen_tokens(1, 8), t1 = *oracle::prop::gen_tokens(2, 8);
+    size_t split = (size_t)*rc::gen::inRange(1, (int)t1.size());
     KvCache kv(c, gen_kv_options(2));
     run_all(model, kv, 0, prefix);
     kv.fork(0, 1);
-    std::vector<float> got1 = run_all(model, kv, 1, t1);
+    std::span<const int> child(t1);
+    std::vector<float> got1 = run_all(model, kv, 1, child.first(split));
     std::vector<float> got0 = run_all(model, kv, 0, t0);
+    std::vector<float> rest = run_all(model, kv, 1, child.subspan(split));
+    got1.insert(got1.end(), rest.begin(), rest.end());
     for (int which = 0; which < 2; which++) {
       KvCache fresh(c, KvCacheOptions{});
       run_all(model, fresh, 0, prefix);

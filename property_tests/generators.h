@@ -22,6 +22,15 @@
 #include "reference/sampler.h"
 #include "reference/synthetic.h"
 
+namespace oracle {
+// How a failing case prints its model shape (found by RapidCheck through ADL).
+inline void showValue(const Config& c, std::ostream& os) {
+  os << "Config{dim " << c.dim << ", hidden " << c.hidden_dim << ", layers " << c.n_layers << ", heads "
+     << c.n_heads << "/" << c.n_kv_heads << " kv, head_dim " << c.head_dim << ", vocab " << c.vocab_size
+     << ", tied " << c.tied_classifier << "}";
+}
+}  // namespace oracle
+
 namespace oracle::prop {
 
 // Seeded unless the caller set RC_PARAMS (e.g. reproduce=... or max_success=...).

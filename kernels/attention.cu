@@ -135,8 +135,15 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
   const long long th = idx / hd;  // t * n_heads + h
   const int last = pos[th / s.n_heads] / kAttnChunk;
   const long long base = th * n_chunks;
+#ifdef ORACLE_FAULT_KERNEL_ATTN_MERGE_ORDER
+  // FAULT (docs/diff.md): chunks merged from the last to the first — the same
+  // value with other rounding once a query sees 3 or more chunks (pos >= 64).
+  float M = ml[(base + last) * 2], L = ml[(base + last) * 2 + 1], O = o[(base + last) * hd + d];
+  for (int c = last - 1; c >= 0; c--) {
+#else
   float M = ml[base * 2], L = ml[base * 2 + 1], O = o[base * hd + d];
   for (int c = 1; c <= last; c++) {
+#endif
     const float mc = ml[(base + c) * 2], sc = ml[(base + c) * 2 + 1];
     const float Mn = mc > M ? mc : M;
     const float a = exp_canonical(sub_rn(M, Mn));

@@ -1,5 +1,6 @@
 // oracle run: generate text from a prompt with the bit-exact CPU reference, a
 // thin layer over reference/generate.h (docs/cli.md#run).
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +8,7 @@
 #include "reference/generate.h"
 #include "reference/replay_log.h"
 #include "tools/commands.h"
+#include "tools/device_backend.h"
 #include "tools/model_args.h"
 #include "tools/version.h"
 #include "tools/spec_args.h"
@@ -21,6 +23,8 @@ struct RunOptions {
   bool json = false;
   std::string log;  // --log F.jsonl: append the sampling tuple (reference/replay_log.h)
   SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
+  std::string mode = "deterministic"; // device backends: deterministic or fast
 };
 
 // The prompt must leave room in the context: checked here (naming the model and
@@ -48,9 +52,37 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   return j;
 }
 
+// Device backends (docs/diff.md): greedy only, no penalties, stop strings, logs or speculation.
+static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
+  const SamplerConfig& s = o.gen.sampler;
+  require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
+                    s.presence_penalty == 0.0f && o.gen.stop_strings.empty() && o.log.empty() &&
+                    !speculative_enabled(o.spec),
+                o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
+                "penalties, --stop, --log or speculative options)");
+  const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
+  std::vector<int> stops;
+  if (!o.ignore_eos) stops = {lm.tokenizer.eos_id(), lm.tokenizer.bos_id()};
+  const std::vector<int> out = device_greedy(lm.model, prompt, o.gen.max_tokens, stops, parse_mode(o.mode));
+  std::vector<int> shown = out;
+  if (!shown.empty() && std::find(stops.begin(), stops.end(), shown.back()) != stops.end()) shown.pop_back();
+  std::string text;
+  int prev = prompt.empty() ? -1 : prompt.back();
+  for (int id : shown) text += lm.tokenizer.token_bytes(prev, id), prev = id;
+  if (o.json) {
+    const nlohmann::json j = {{"backend", o.backend}, {"mode", o.mode}, {"prompt_ids", prompt},
+                              {"output_ids", out}, {"text", text}, {"model", lm.model.path}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("%s\n", text.c_str());
+  }
+  return kExitOk;
+}
+
 int run_run(const RunOptions& o) {
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
+  if (require_backend(o.backend)) return run_on_device(lm, o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
   if (speculative_enabled(o.spec))
@@ -109,6 +141,8 @@ Command setup_run(CLI::App& app) {
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
   sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
   add_speculative_options(sub, opts->spec);
+  sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
+  sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")
       ->check(CLI::NonNegativeNumber)

@@ -11,6 +11,7 @@ Command setup_certify(CLI::App& app);
 Command setup_quantize(CLI::App& app);
 Command setup_replay(CLI::App& app);
 Command setup_golden(CLI::App& app);
+Command setup_diff(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -22,6 +23,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_quantize(app),
       setup_replay(app),
       setup_golden(app),
+      setup_diff(app),
   };
 }
 

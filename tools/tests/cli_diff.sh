@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# oracle diff (docs/diff.md): the device pipeline on the host emulation of the
+# kernels against the reference. Usage: cli_diff.sh ORACLE SHARED CASE
+source "$(dirname "$0")/lib.sh"
+CASE=$3
+BIN="$MODELS/stories260K/stories260K.bin"
+TOK="$MODELS/stories260K/tok512.bin"
+need_fixture "$BIN"; need_fixture "$TOK"
+diff=("$ORACLE" diff --model "$BIN" --tokenizer "$TOK" --prompt "Once upon a time" --max-tokens 8 --json)
+
+case $CASE in
+  emu_deterministic)  # every traced tensor bit-identical: exit 0, no divergence
+    run_capture "${diff[@]}" --backend cuda-emu --mode deterministic
+    [ "$RC" -eq 0 ] || fail "exit $RC (want 0): $(cat "$WORK/err") $(cat "$WORK/out")"
+    jq -e '.bit_exact == true and .first_divergent == null and .max_ulp == 0 and .within_bound == true
+           and .structure_error == "" and .logits.steps == 9 and .logits.greedy_agree == 9' "$WORK/out" >/dev/null \
+      || fail "unexpected report: $(cat "$WORK/out")"
+    # (prompt + 8 steps) positions x 5 layers x 12 ops, + output_norm and logits per step
+    n=$(jq '.tensors_compared' "$WORK/out") p=$(jq '.prompt_tokens' "$WORK/out")
+    [ "$n" -eq $(((p + 8) * 5 * 12 + 2 * 9)) ] || fail "tensors_compared $n with $p prompt tokens"
+    echo "ok: $n tensors bit-identical" ;;
+  emu_fast)  # fast mode: not bit-exact, within the documented logits bound
+    run_capture "${diff[@]}" --backend cuda-emu --mode fast
+    [ "$RC" -eq 0 ] || fail "exit $RC (want 0): $(cat "$WORK/err") $(cat "$WORK/out")"
+    jq -e '.within_bound == true and .bit_exact == false and .first_divergent != null
+           and .logits.worst_rel > 0 and .logits.worst_rel <= 1e-4 and .bound.rel == 1e-4' "$WORK/out" >/dev/null \
+      || fail "unexpected report: $(cat "$WORK/out")"
+    # the first difference is a matmul output (the fast path changes only matmuls)
+    op=$(jq -r '.first_divergent.op' "$WORK/out")
+    [[ "$op" =~ ^blk\.0\.(q|k|v)$ ]] || fail "first divergent op $op (want blk.0.q/k/v)"
+    echo "ok: first divergent $op, worst rel $(jq '.logits.worst_rel' "$WORK/out")" ;;
+  human)  # the human report names the verdict
+    run_capture "${diff[@]/--json/}" --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
+    grep -q "no divergence" "$WORK/out" || fail "no verdict line: $(cat "$WORK/out")"
+    echo "ok" ;;
+  bad_backend)
+    expect_input_error "tpu" "--backend" -- "${diff[@]}" --backend tpu ;;
+  cuda_unavailable)  # this build has no CUDA: --backend cuda is a clear input error
+    expect_input_error "cuda" "--backend.*(without CUDA|no CUDA GPU|cuda-emu)" -- "${diff[@]}" --backend cuda ;;
+  bad_mode)
+    run_capture "${diff[@]}" --backend cuda-emu --mode turbo
+    [ "$RC" -eq 2 ] || fail "exit $RC (want 2)"
+    grep -q -- "--mode" "$WORK/err" || fail "stderr does not name --mode: $(cat "$WORK/err")"
+    echo "ok: $(head -1 "$WORK/err")" ;;
+  run_emu_equals_reference)  # oracle run --backend cuda-emu: the reference's greedy ids
+    r=("$ORACLE" run --model "$BIN" --tokenizer "$TOK" --prompt "Once upon a time" --max-tokens 24 --json)
+    run_capture "${r[@]}"; [ "$RC" -eq 0 ] || fail "reference run exit $RC: $(cat "$WORK/err")"
+    jq -c '.output_ids' "$WORK/out" >"$WORK/want"
+    run_capture "${r[@]}" --backend cuda-emu; [ "$RC" -eq 0 ] || fail "cuda-emu run exit $RC: $(cat "$WORK/err")"
+    jq -c '.output_ids' "$WORK/out" >"$WORK/got"
+    cmp -s "$WORK/want" "$WORK/got" || fail "ids differ: reference $(cat "$WORK/want") cuda-emu $(cat "$WORK/got")"
+    [ "$(jq 'length' "$WORK/got")" -ge 2 ] || fail "too few ids: $(cat "$WORK/got")"
+    echo "ok: $(cat "$WORK/got")" ;;
+  run_emu_rejects_sampling)  # the device backends decode greedily only
+    expect_input_error "cuda-emu" "--backend" -- "$ORACLE" run --model "$BIN" --tokenizer "$TOK" \
+      --max-tokens 4 --temperature 0.8 --backend cuda-emu ;;
+  bench_emu)
+    run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
+    jq -e '.backend == "cuda-emu" and .mode == "fast" and .prefill_tok_s > 0 and .decode_tok_s > 0
+           and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0' "$WORK/out" >/dev/null \
+      || fail "unexpected report: $(cat "$WORK/out")"
+    echo "ok: $(cat "$WORK/out")" ;;
+  *) fail "unknown case $CASE" ;;
+esac

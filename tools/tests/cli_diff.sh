@@ -6,7 +6,8 @@ CASE=$3
 BIN="$MODELS/stories260K/stories260K.bin"
 TOK="$MODELS/stories260K/tok512.bin"
 need_fixture "$BIN"; need_fixture "$TOK"
-diff=("$ORACLE" diff --model "$BIN" --tokenizer "$TOK" --prompt "Once upon a time" --max-tokens 8 --json)
+plain=("$ORACLE" diff --model "$BIN" --tokenizer "$TOK" --prompt "Once upon a time" --max-tokens 8)
+diff=("${plain[@]}" --json)
 
 case $CASE in
   emu_deterministic)  # every traced tensor bit-identical: exit 0, no divergence
@@ -30,7 +31,7 @@ case $CASE in
     [[ "$op" =~ ^blk\.0\.(q|k|v)$ ]] || fail "first divergent op $op (want blk.0.q/k/v)"
     echo "ok: first divergent $op, worst rel $(jq '.logits.worst_rel' "$WORK/out")" ;;
   human)  # the human report names the verdict
-    run_capture "${diff[@]/--json/}" --backend cuda-emu
+    run_capture "${plain[@]}" --backend cuda-emu
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
     grep -q "no divergence" "$WORK/out" || fail "no verdict line: $(cat "$WORK/out")"
     echo "ok" ;;

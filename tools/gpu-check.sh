@@ -17,9 +17,17 @@ started=$(date +%s)
 steps=()  # JSON objects, one per step
 
 # step NAME TIMEOUT_S CMD...: runs CMD with a timeout, output to $out/NAME.log, records rc and seconds.
+# A step that would start after GPU_CHECK_BUDGET_S (default 540) seconds is skipped (rc 125)
+# and a step's timeout is cut to the time left, so the script ends within 10 minutes.
+budget=${GPU_CHECK_BUDGET_S:-540}
 step() {
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
+  local t0=$(date +%s) left=$(( budget - ($(date +%s) - started) ))
+  if [ "$left" -le 5 ]; then
+    echo "== $name: skipped (time budget spent)"; steps+=("{\"step\":\"$name\",\"rc\":125,\"seconds\":0}")
+    return 125
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   echo "== $name: $*"
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$? t=$(( $(date +%s) - t0 ))

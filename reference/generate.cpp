@@ -7,6 +7,7 @@
 
 #include "reference/errors.h"
 #include "reference/forward.h"
+#include "reference/json_util.h"
 #include "reference/kv_cache.h"
 #include "reference/sha256.h"
 #include "reference/stop.h"
@@ -178,7 +179,7 @@ void to_json(nlohmann::json& j, const GenerationStep& s) {
 }
 
 void from_json(const nlohmann::json& j, GenerationStep& s) {
-  s.token = j.at("token").get<int>();
+  s.token = int_from_json<int>(j.at("token"), "token");
   s.logits_sha256 = j.at("logits_sha256").get<std::string>();
   s.logprobs = j.at("logprobs").get<LogprobReport>();
 }
@@ -190,14 +191,14 @@ void to_json(nlohmann::json& j, const GenerationResult& r) {
 }
 
 void from_json(const nlohmann::json& j, GenerationResult& r) {
-  r.prompt_ids = j.at("prompt_ids").get<std::vector<int>>();
-  r.output_ids = j.at("output_ids").get<std::vector<int>>();
+  r.prompt_ids = ints_from_json(j.at("prompt_ids"), "prompt_ids");
+  r.output_ids = ints_from_json(j.at("output_ids"), "output_ids");
   r.text = j.at("text").get<std::string>();
   r.finish_reason = j.at("finish_reason").get<std::string>();
   r.stop_detail = j.at("stop_detail").get<std::string>();
   r.sampler = j.at("sampler").get<SamplerConfig>();
-  r.invalid_utf8_replaced = j.value("invalid_utf8_replaced", 0);
-  r.seq_id = j.at("seq_id").get<uint32_t>();
+  r.invalid_utf8_replaced = j.contains("invalid_utf8_replaced") ? int_from_json<int>(j.at("invalid_utf8_replaced"), "invalid_utf8_replaced") : 0;
+  r.seq_id = int_from_json<uint32_t>(j.at("seq_id"), "seq_id");
   r.steps = j.at("steps").get<std::vector<GenerationStep>>();
 }
 

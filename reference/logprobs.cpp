@@ -91,7 +91,7 @@ LogprobReport logprob_report(int token, std::span<const float> raw_logits, const
 void to_json(nlohmann::json& j, const TokenLogprob& t) { j = {{"id", t.id}, {"logprob", json_float(t.logprob)}}; }
 
 void from_json(const nlohmann::json& j, TokenLogprob& t) {
-  t.id = j.at("id").get<int>();
+  t.id = int_from_json<int>(j.at("id"), "id");
   t.logprob = float_from_json(j.at("logprob"), "logprob");
 }
 
@@ -103,14 +103,14 @@ void to_json(nlohmann::json& j, const LogprobReport& r) {
 }
 
 void from_json(const nlohmann::json& j, LogprobReport& r) {
-  r.token = j.at("token").get<int>();
+  r.token = int_from_json<int>(j.at("token"), "token");
   const auto& raw = j.at("raw");
   r.raw_logprob = float_from_json(raw.at("logprob"), "raw.logprob");
-  r.raw_rank = raw.at("rank").get<int>();
+  r.raw_rank = int_from_json<int>(raw.at("rank"), "raw.rank");
   r.raw_top = raw.at("top").get<std::vector<TokenLogprob>>();
   const auto& pr = j.at("processed");
   r.processed_logprob = float_from_json(pr.at("logprob"), "processed.logprob");
-  r.processed_rank = pr.at("rank").get<int>();
+  r.processed_rank = int_from_json<int>(pr.at("rank"), "processed.rank");
   r.processed_top = pr.at("top").get<std::vector<TokenLogprob>>();
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "reference/errors.h"
@@ -110,7 +112,10 @@ void from_json(const nlohmann::json& j, SamplerConfig& c) {
   auto field = [&](const char* key, auto& out) {
     if (!j.contains(key)) return;
     try {
-      j.at(key).get_to(out);
+      using T = std::remove_reference_t<decltype(out)>;
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) out = int_from_json<T>(j.at(key), key);
+      else if constexpr (std::is_same_v<T, std::vector<int>>) out = ints_from_json(j.at(key), key);
+      else j.at(key).get_to(out);
     } catch (const nlohmann::json::exception&) {
       throw InputError("sampler", key, "wrong JSON type");
     }
@@ -136,7 +141,7 @@ void from_json(const nlohmann::json& j, SamplerConfig& c) {
     for (const auto& e : j.at("logit_bias")) {
       require_input(e.is_array() && e.size() == 2 && e[0].is_number_integer(), "sampler", "logit_bias",
                     "expected [id, bias] pairs");
-      c.logit_bias.emplace_back(e[0].get<int>(), float_from_json(e[1], "logit_bias"));
+      c.logit_bias.emplace_back(int_from_json<int>(e[0], "logit_bias"), float_from_json(e[1], "logit_bias"));
     }
   }
 }

@@ -124,13 +124,19 @@ std::span<const float> row(const std::vector<float>& logits, int i, int vocab) {
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const std::string& prompt,
                           const GenerateOptions& options) {
   Request req(model, tokenizer, prompt, options);
-  KvCache kv(model.config, KvCacheOptions{});
+  KvCacheOptions ko = options.kv;
+  ko.max_seqs = 1;
+  KvCache kv(model.config, ko);
+  ThreadPool pool(std::max(1, options.threads));  // one pool for every step of the request
   ForwardOptions fo;
   fo.threads = options.threads;
+  fo.pool = &pool;
   std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
   int next = -1;
   while (req.accept(logits, &next)) logits = forward(model, kv, 0, std::span<const int>(&next, 1), fo);
-  return req.take();
+  GenerationResult result = req.take();
+  result.kv_memory = kv.memory_report();
+  return result;
 }
 
 std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer& tokenizer,
@@ -140,15 +146,21 @@ std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer
   const int n = (int)prompts.size(), vocab = model.config.vocab_size;
   std::vector<Request> reqs;
   for (int i = 0; i < n; i++) reqs.emplace_back(model, tokenizer, prompts[i], options[i]);
-  KvCacheOptions ko;
+  // One cache for the batch (options[0].kv): with paged + prefix_cache, prompts
+  // sharing full blocks of a prefix store those blocks once (attach_prefix).
+  KvCacheOptions ko = n > 0 ? options[0].kv : KvCacheOptions{};
   ko.max_seqs = n > 0 ? n : 1;
   KvCache kv(model.config, ko);
+  ThreadPool pool(std::max(1, n > 0 ? options[0].threads : 1));
   ForwardOptions fo;
-  fo.threads = n > 0 ? options[0].threads : 1;
-  std::vector<int> seqs, tokens;  // (n_running) KV slot and next token of each running request
+  fo.threads = pool.size();
+  fo.pool = &pool;
+  std::vector<int> seqs, tokens, reused(n, 0);  // (n_running) KV slot and next token; (n) prefix hits
   for (int i = 0; i < n; i++) {
     int next = -1;
-    if (reqs[i].accept(forward(model, kv, i, reqs[i].prompt(), fo), &next)) {
+    std::span<const int> prompt = reqs[i].prompt();
+    reused[i] = kv.attach_prefix(i, prompt);
+    if (reqs[i].accept(forward(model, kv, i, prompt.subspan((size_t)reused[i]), fo), &next)) {
       seqs.push_back(i);
       tokens.push_back(next);
     }
@@ -167,7 +179,11 @@ std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer
     tokens.swap(next_tokens);
   }
   std::vector<GenerationResult> out;
-  for (Request& r : reqs) out.push_back(r.take());
+  for (int i = 0; i < n; i++) {
+    out.push_back(reqs[i].take());
+    out.back().kv_memory = kv.memory_report();
+    out.back().prefix_tokens_reused = reused[i];
+  }
   return out;
 }
 

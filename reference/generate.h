@@ -15,6 +15,7 @@
 
 #include "reference/logprobs.h"
 #include "reference/model.h"
+#include "reference/kv_cache.h"
 #include "reference/sampler.h"
 #include "reference/tokenizer.h"
 
@@ -31,6 +32,7 @@ struct GenerateOptions {
   int threads = 1;                         // forward pass threads: changes no bit
   int prefill_chunk = 0;                   // > 0: prefill in chunks of this many tokens (changes no bit)
   int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)
+  KvCacheOptions kv;                       // contiguous (default) or paged; changes no bit
   std::function<void(const std::string&)> on_text;  // streamed text, in order
 };
 
@@ -47,6 +49,8 @@ struct GenerationResult {
   std::string finish_reason;     // "stop" (EOS, BOS, stop token, stop string) or "length"
   std::string stop_detail;       // "eos", "stop_token", "stop_string" or "length"
   int invalid_utf8_replaced = 0; // invalid byte runs from the model shown as U+FFFD in `text`
+  KvMemoryReport kv_memory;      // the cache after generation (not part of the JSON record)
+  int prefix_tokens_reused = 0;  // prompt tokens whose K/V came from the prefix cache
   SamplerConfig sampler;
   uint32_t seq_id = 0;
   std::vector<GenerationStep> steps;  // (n_steps)

@@ -272,3 +272,31 @@ TEST_CASE("invalid bytes from the model are shown as U+FFFD and counted", "[gene
   nlohmann::json j = r;
   CHECK(j.at("invalid_utf8_replaced") == 3);
 }
+
+TEST_CASE("paged KV with prefix sharing: same records, the shared prefix stored once", "[generate][kv]") {
+  Model m = load("stories260K/stories260K.bin");
+  Tokenizer t = tok512(m);
+  std::string prefix =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+      "friends. One day,";
+  std::vector<std::string> prompts = {prefix + " she saw a bird.", prefix + " it rained.", prefix + " Tom came."};
+  GenerateOptions contiguous = greedy(12);
+  GenerateOptions paged = contiguous;
+  paged.kv.paged = true;
+  paged.kv.block_size = 16;
+  std::vector<GenerationResult> batch = generate_batch(m, t, prompts, {paged, paged, paged});
+  for (size_t i = 0; i < prompts.size(); i++) {
+    GenerationResult solo = generate(m, t, prompts[i], contiguous);
+    nlohmann::json a = solo, b = batch[i];
+    CHECK(a == b);  // ids, text and every step's logits hash
+  }
+  size_t n_prefix = t.encode(prefix, true).size();
+  const KvMemoryReport& r = batch.back().kv_memory;
+  INFO("prefix tokens " << n_prefix << " stored " << r.tokens_stored << " logical " << r.tokens_logical);
+  CHECK(batch[0].prefix_tokens_reused == 0);
+  CHECK(batch[1].prefix_tokens_reused >= 16);
+  CHECK(batch[2].prefix_tokens_reused == batch[1].prefix_tokens_reused);
+  CHECK(r.prefix_hits >= 2 * (batch[1].prefix_tokens_reused / 16));
+  CHECK(r.tokens_stored + 2 * (uint64_t)batch[1].prefix_tokens_reused == r.tokens_logical);
+  CHECK(r.bytes_per_token == 2ull * m.config.n_layers * m.config.n_kv_heads * m.config.head_dim * 4);
+}

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "reference/errors.h"
+#include "reference/numerics.h"
+#include "reference/sha256.h"
 #include "tools/bench_support.h"
 
 #if defined(ORACLE_TOOLS_CUDA)
@@ -49,6 +51,36 @@ std::vector<int> device_greedy(const Model& m, const std::vector<int>& prompt, i
     if (i + 1 < max_tokens) dev.forward(0, std::span<const int>(&next, 1));
   }
   return out;
+}
+
+// ---- golden transcripts ------------------------------------------------------------------
+static bool greedy_record(const nlohmann::json& r) {
+  const nlohmann::json& s = r["sampler"];
+  return s.value("temperature", 1.0f) <= 0.0f && s.value("repetition_penalty", 1.0f) == 1.0f &&
+         s.value("frequency_penalty", 0.0f) == 0.0f && s.value("presence_penalty", 0.0f) == 0.0f &&
+         s.value("logit_bias", nlohmann::json::array()).empty() &&
+         s.value("banned_tokens", nlohmann::json::array()).empty() && r["stop_strings"].empty();
+}
+
+std::string device_golden_mismatch(const nlohmann::json& r, const Model& m, optimized::Mode mode, bool* skipped) {
+  *skipped = !greedy_record(r);
+  if (*skipped) return "";
+  const auto prompt = r["prompt_ids"].get<std::vector<int>>();
+  const auto want_ids = r["output_ids"].get<std::vector<int>>();
+  const auto want_hash = r["logits_sha256"].get<std::vector<std::string>>();
+  optimized::BackendOptions bo;
+  bo.mode = mode;
+  optimized::Backend dev(m, {1, 16, 0}, bo);
+  std::vector<float> logits = dev.forward(0, prompt);  // (1, vocab_size)
+  for (size_t i = 0; i < want_ids.size() && i < want_hash.size(); i++) {
+    const std::string hash = sha256_hex(logits.data(), logits.size() * sizeof(float));
+    if (hash != want_hash[i]) return "step " + std::to_string(i) + ": logits sha256 golden " + want_hash[i] + ", device " + hash;
+    const int next = num::argmax_lowest(logits.data(), (int)logits.size());
+    if (next != want_ids[i])
+      return "step " + std::to_string(i) + ": token golden " + std::to_string(want_ids[i]) + ", device " + std::to_string(next);
+    if (i + 1 < want_ids.size()) logits = dev.forward(0, std::span<const int>(&next, 1));
+  }
+  return "";
 }
 
 // ---- benchmark ------------------------------------------------------------------------------

@@ -23,6 +23,13 @@ optimized::Mode parse_mode(const std::string& mode);
 std::vector<int> device_greedy(const Model& m, const std::vector<int>& prompt, int max_tokens, const std::vector<int>& stop_ids,
                                optimized::Mode mode);
 
+// Golden transcript record `r` (tools/cmd_golden.cpp) re-run on the device:
+// greedy records only (temperature <= 0, no penalties, bias, bans or stop
+// strings; others set *skipped). Feeds r["prompt_ids"], then checks each of the
+// record's steps: the raw logits' SHA-256 and the argmax token. Stop decisions
+// are host-side and not re-checked. Returns the first difference or "".
+std::string device_golden_mismatch(const nlohmann::json& r, const Model& m, optimized::Mode mode, bool* skipped);
+
 // Times one prefill of prompt_tokens then decode_tokens greedy steps on the
 // device; JSON with tokens/s, the weight bytes a decode step reads and the
 // achieved bandwidth (and the GPU's peak, on the GPU).

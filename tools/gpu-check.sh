@@ -63,6 +63,8 @@ for entry in "${diffs[@]}"; do
   done
 done
 
+step golden_verify_cuda 120 "$oracle" golden verify golden --backend cuda
+
 # Benchmarks: llama3-8b-shaped synthetic model (f16 weights; synth has no bf16 — the
 # device holds float32 either way), context 1024.
 synth="$bench_dir/llama3-8b.gguf"

@@ -63,5 +63,19 @@ case $CASE in
            and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0' "$WORK/out" >/dev/null \
       || fail "unexpected report: $(cat "$WORK/out")"
     echo "ok: $(cat "$WORK/out")" ;;
+  golden_emu)  # golden verify --backend cuda-emu: every greedy record reproduced on the device
+    GOLDEN="$(dirname "$0")/../../golden"
+    export ORACLE_SHARED_DIR=$SHARED
+    run_capture "$ORACLE" golden verify "$GOLDEN" --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/out") $(cat "$WORK/err")"
+    grep -q "non-greedy records skipped" "$WORK/out" || fail "no skipped count: $(cat "$WORK/out")"
+    # a tampered greedy step is caught: exit 1 naming the step
+    mkdir "$WORK/g"
+    jq -c 'if .sampler.temperature <= 0 and .stop_strings == [] then .logits_sha256[1] = ("0" * 64) else . end' \
+      "$GOLDEN/stories260K.jsonl" >"$WORK/g/stories260K.jsonl"
+    run_capture "$ORACLE" golden verify "$WORK/g" --backend cuda-emu
+    [ "$RC" -eq 1 ] || fail "tampered: exit $RC (want 1): $(cat "$WORK/out")"
+    grep -q "MISMATCH.*step 1: logits sha256" "$WORK/out" || fail "tampered: $(cat "$WORK/out")"
+    echo "ok: $(head -1 "$WORK/out")" ;;
   *) fail "unknown case $CASE" ;;
 esac

@@ -2,7 +2,7 @@
 # Installs the build dependencies (Debian packages only). Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev catch2 librapidcheck-dev libcli11-dev
-      libxtensor-dev nlohmann-json3-dev jq)
+      libxtensor-dev nlohmann-json3-dev ccache jq)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -25,7 +25,39 @@ struct RunOptions {
   SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
+  std::string kv = "contiguous";      // --kv contiguous|paged (changes no bit)
+  std::vector<std::string> logit_bias;  // --logit-bias ID:BIAS (repeatable)
 };
+
+// "ID:BIAS" -> (id, bias); InputError naming --logit-bias otherwise.
+static std::pair<int, float> parse_logit_bias(const std::string& text) {
+  size_t colon = text.find(':');
+  try {
+    size_t used_id = 0, used_bias = 0;
+    require_input(colon != std::string::npos, text, "--logit-bias", "expected ID:BIAS");
+    int id = std::stoi(text.substr(0, colon), &used_id);
+    float bias = std::stof(text.substr(colon + 1), &used_bias);
+    require_input(used_id == colon && used_bias == text.size() - colon - 1, text, "--logit-bias",
+                  "expected ID:BIAS");
+    return {id, bias};
+  } catch (const std::logic_error&) {  // stoi/stof: not a number or out of range
+    throw InputError(text, "--logit-bias", "expected ID:BIAS with an integer id and a float bias");
+  }
+}
+
+static nlohmann::json kv_json(const RunOptions& o, const GenerationResult& r) {
+  const KvMemoryReport& m = r.kv_memory;
+  return {{"mode", o.kv},
+          {"block_size", o.gen.kv.block_size},
+          {"bytes_per_token", m.bytes_per_token},
+          {"bytes_allocated", m.bytes_allocated},
+          {"blocks_total", m.blocks_total},
+          {"blocks_used", m.blocks_used},
+          {"blocks_free", m.blocks_free},
+          {"internal_fragmentation", m.internal_fragmentation},
+          {"prefix_hits", m.prefix_hits},
+          {"tokens_stored", m.tokens_stored}};
+}
 
 // The prompt must leave room in the context: checked here (naming the model and
 // --context) before generate() would reject it.
@@ -49,6 +81,7 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   j["max_tokens"] = o.gen.max_tokens;
   j["context"] = lm.model.config.seq_len;
   j["threads"] = o.gen.threads;
+  j["kv"] = kv_json(o, r);
   return j;
 }
 
@@ -56,10 +89,11 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
 static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
   const SamplerConfig& s = o.gen.sampler;
   require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
-                    s.presence_penalty == 0.0f && o.gen.stop_strings.empty() && o.log.empty() &&
+                    s.presence_penalty == 0.0f && s.logit_bias.empty() && s.banned_tokens.empty() &&
+                    o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
                     !speculative_enabled(o.spec),
                 o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
-                "penalties, --stop, --log or speculative options)");
+                "penalties, --logit-bias, --ban, --stop, --log or speculative options)");
   const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
   std::vector<int> stops;
   if (!o.ignore_eos) stops = {lm.tokenizer.eos_id(), lm.tokenizer.bos_id()};
@@ -90,6 +124,8 @@ int run_run(const RunOptions& o) {
                                  o.gen.stop_strings, o.model.threads, o.json);
   GenerateOptions gen = o.gen;
   gen.threads = o.model.threads;
+  gen.kv.paged = o.kv == "paged";
+  for (const std::string& b : o.logit_bias) gen.sampler.logit_bias.push_back(parse_logit_bias(b));
   gen.stop_on_eos = !o.ignore_eos;
   if (!o.json)
     gen.on_text = [](const std::string& text) {
@@ -135,7 +171,14 @@ Command setup_run(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   add_sampler_options(sub, opts->gen.sampler);
   sub->add_option("--stop", opts->gen.stop_strings, "Stop string (repeatable)");
+  sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)");
   sub->add_flag("--ignore-eos", opts->ignore_eos, "Do not stop on EOS");
+  sub->add_option("--logit-bias", opts->logit_bias, "ID:BIAS added to a token's logit (repeatable)");
+  sub->add_option("--ban", opts->gen.sampler.banned_tokens, "Banned token id (repeatable)");
+  sub->add_option("--kv", opts->kv, "KV cache: contiguous or paged (same bits)")
+      ->check(CLI::IsMember({"contiguous", "paged"}));
+  sub->add_option("--kv-block", opts->gen.kv.block_size, "Tokens per block with --kv paged")
+      ->check(CLI::Range(1, 1 << 16));
   sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");

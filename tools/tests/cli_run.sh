@@ -68,6 +68,35 @@ want: ${want:0:300}"
       [ "$(fingerprint "$WORK/0.json")" = "$(fingerprint "$WORK/$c.json")" ] || fail "chunk $c differs"
     done
     ;;
+  kv_paged)  # --kv paged gives the contiguous logits for several block sizes; memory report in --json
+    BIN="$MODELS/stories260K/stories260K.bin"
+    need_fixture "$BIN"
+    p="Once upon a time, there was a little girl named Lily."
+    "$ORACLE" run --model "$BIN" --prompt "$p" --max-tokens 40 --json >"$WORK/c.json"
+    for b in 1 3 16 64; do
+      "$ORACLE" run --model "$BIN" --prompt "$p" --max-tokens 40 --json --kv paged --kv-block $b >"$WORK/p$b.json"
+      [ "$(fingerprint "$WORK/c.json")" = "$(fingerprint "$WORK/p$b.json")" ] || fail "block $b differs"
+    done
+    # 2*L*H_kv*D_h*4 = 2*5*4*8*4 bytes per token for stories260K; 16-token blocks hold all tokens
+    jq -e '.kv.mode == "paged" and .kv.bytes_per_token == 1280 and .kv.block_size == 16
+           and .kv.blocks_used * 16 >= .kv.tokens_stored and .kv.tokens_stored > 0' "$WORK/p16.json" >/dev/null ||
+      fail "kv report: $(jq -c .kv "$WORK/p16.json")"
+    run_capture "$ORACLE" run --model "$BIN" --kv ring
+    [ "$RC" -eq 2 ] || fail "--kv ring: exit $RC"
+    ;;
+  sampler_flags)  # --logit-bias / --ban / --stop-token reach the sampler; a bad bias is exit 2
+    BIN="$MODELS/stories260K/stories260K.bin"
+    need_fixture "$BIN"
+    "$ORACLE" run --model "$BIN" --prompt "Once" --max-tokens 3 --json --logit-bias 300:1000 >"$WORK/b.json"
+    [ "$(jq -c .output_ids "$WORK/b.json")" = "[300,300,300]" ] || fail "bias: $(jq -c .output_ids "$WORK/b.json")"
+    "$ORACLE" run --model "$BIN" --prompt "Once" --max-tokens 3 --json --logit-bias 300:1000 --ban 300 >"$WORK/c.json"
+    jq -e 'all(.output_ids[]; . != 300)' "$WORK/c.json" >/dev/null || fail "ban ignored"
+    "$ORACLE" run --model "$BIN" --prompt "Once" --max-tokens 9 --json --logit-bias 300:1000 --stop-token 300 >"$WORK/d.json"
+    jq -e '.output_ids == [300] and .stop_detail == "stop_token"' "$WORK/d.json" >/dev/null ||
+      fail "stop token: $(jq -c '{output_ids, stop_detail}' "$WORK/d.json")"
+    expect_input_error "300x" "--logit-bias" -- "$ORACLE" run --model "$BIN" --logit-bias 300x
+    expect_input_error "sampler" "logit_bias" -- "$ORACLE" run --model "$BIN" --logit-bias 99999:1
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"

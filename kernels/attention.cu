@@ -155,20 +155,12 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
   out[idx] = div_rn(O, L);
 }
 
-LaunchConfig flat_config(long long n, cudaStream_t stream) {
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(n, kThreads));
-  cfg.block = dim3(kThreads);
-  cfg.stream = stream;
-  return cfg;
-}
-
 }  // namespace
 
 void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int* seq, const int* pos,
               int T, cudaStream_t stream) {
   const long long n = (long long)T * kv.kv_dim;
-  if (n > 0) launch(flat_config(n, stream), kv_store_kernel, kv, k, v, seq, pos, T);
+  if (n > 0) launch(flat_launch(n, kThreads, stream), kv_store_kernel, kv, k, v, seq, pos, T);
 }
 
 void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
@@ -193,11 +185,11 @@ void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int
     launch(cfg, attention_partial_tiled_kernel, q, kv, seq, pos, T, n_chunks, shape, ml, o);
   } else {
     const long long n_partial = (long long)T * shape.n_heads * n_chunks;
-    launch(flat_config(n_partial, stream), attention_partial_kernel, q, kv, seq, pos, T, n_chunks, shape,
+    launch(flat_launch(n_partial, kThreads, stream), attention_partial_kernel, q, kv, seq, pos, T, n_chunks, shape,
            ml, o);
   }
   const long long n_out = (long long)T * shape.n_heads * shape.head_dim;
-  launch(flat_config(n_out, stream), attention_merge_kernel, pos, T, n_chunks, shape,
+  launch(flat_launch(n_out, kThreads, stream), attention_merge_kernel, pos, T, n_chunks, shape,
          (const float*)ml, (const float*)o, out);
 }
 

@@ -18,22 +18,14 @@ __global__ void residual_kernel(float* x, const float* y, long long n) {
   if (k < n) x[k] = oracle::num::add_rn(x[k], y[k]);
 }
 
-LaunchConfig elementwise_config(long long n, cudaStream_t stream) {
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(n, kThreads));
-  cfg.block = dim3(kThreads);
-  cfg.stream = stream;
-  return cfg;
-}
-
 }  // namespace
 
 void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream) {
-  if (n > 0) launch(elementwise_config(n, stream), swiglu_kernel, gate, up, h, n);
+  if (n > 0) launch(flat_launch(n, kThreads, stream), swiglu_kernel, gate, up, h, n);
 }
 
 void residual_add(float* x, const float* y, long long n, cudaStream_t stream) {
-  if (n > 0) launch(elementwise_config(n, stream), residual_kernel, x, y, n);
+  if (n > 0) launch(flat_launch(n, kThreads, stream), residual_kernel, x, y, n);
 }
 
 }  // namespace oracle::kernels

@@ -43,6 +43,15 @@ inline unsigned blocks_for(long long n, long long per_block) {
   return (unsigned)(b > 0 ? b : 1);
 }
 
+// One thread per item in blocks of `threads`, no barriers: the elementwise shape.
+inline LaunchConfig flat_launch(long long n, int threads, cudaStream_t stream) {
+  LaunchConfig cfg;
+  cfg.grid = dim3(blocks_for(n, threads));
+  cfg.block = dim3(threads);
+  cfg.stream = stream;
+  return cfg;
+}
+
 inline void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }

@@ -51,14 +51,6 @@ __global__ void spec_decide_kernel(const float* p, const float* q, const int* dr
   out[0] = accepted;
 }
 
-LaunchConfig flat(long long n, cudaStream_t stream) {
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(n, kThreads));
-  cfg.block = dim3(kThreads);
-  cfg.stream = stream;
-  return cfg;
-}
-
 }  // namespace
 
 size_t speculative_workspace_floats(int k, int vocab) { return (size_t)k * vocab + (size_t)(2 * k + 1); }
@@ -78,13 +70,13 @@ void speculative_verify(const float* p, const float* q, const int* drafts, int k
   int* order_r = order_p + (size_t)(k + 1) * stride;  // (k, stride)
   int* pick_p = order_r + (size_t)k * stride;   // (k + 1)
   int* pick_res = pick_p + (k + 1);             // (k)
-  if (k > 0) launch(flat((long long)k * vocab, stream), residual_kernel, p, q, r, (long long)k * vocab);
-  launch(flat(k + 1, stream), spec_uniforms_kernel, seed, seq, position, k, u_res, u_p);
+  if (k > 0) launch(flat_launch((long long)k * vocab, kThreads, stream), residual_kernel, p, q, r, (long long)k * vocab);
+  launch(flat_launch(k + 1, kThreads, stream), spec_uniforms_kernel, seed, seq, position, k, u_res, u_p);
   rank_sort_rows(p, vocab, k + 1, order_p, stream);
   draw_rows(p, vocab, k + 1, order_p, u_p, pick_p, stream);
   rank_sort_rows(r, vocab, k, order_r, stream);
   draw_rows(r, vocab, k, order_r, u_res, pick_res, stream);
-  launch(flat(1, stream), spec_decide_kernel, p, q, drafts, k, vocab, seed, seq, position,
+  launch(flat_launch(1, kThreads, stream), spec_decide_kernel, p, q, drafts, k, vocab, seed, seq, position,
          (const int*)pick_res, (const int*)pick_p, out);
 }
 

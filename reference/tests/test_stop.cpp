@@ -10,18 +10,13 @@
 #include "reference/errors.h"
 #include "reference/stop.h"
 #include "reference/tokenizer.h"
-#include "test_support.h"
+#include "fixture.h"
 
 using namespace oracle;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  std::string path = test::models(rel);
-  INFO("fixture " << path << " is missing (tests need ../shared)");
-  REQUIRE(test::have(path));
-  return path;
-}
+using test::fixture;
 
 Tokenizer tok512() { return Tokenizer(load_llama2c_tokenizer(fixture("stories260K/tok512.bin"), 512)); }
 

@@ -20,18 +20,13 @@
 #include "reference/tokenizer_impl.h"
 #include "reference/unicode_class.h"
 #include "reference/utf8.h"
-#include "test_support.h"
+#include "fixture.h"
 
 using namespace oracle;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  std::string path = test::models(rel);
-  INFO("fixture " << path << " is missing (tests need ../shared)");
-  REQUIRE(test::have(path));
-  return path;
-}
+using test::fixture;
 
 std::string data_file(const std::string& name) { return std::string(ORACLE_TEST_DATA_DIR) + "/" + name; }
 

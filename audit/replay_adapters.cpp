@@ -88,19 +88,20 @@ int TokenIndex::resolve(const std::string& token, const std::string& where, cons
                   where, field, "malformed '" + token + "'");
     return std::stoi(digits);
   }
-  if (by_text_.empty()) {
+  if (by_text_.empty()) {  // pieces first ("▁Once", "<0x0A>"), then decoded bytes (" Once", "\n")
     const int other = tok_.eos_id() != tok_.bos_id() ? tok_.eos_id() : -1;  // not BOS: keeps SPM's leading space
-    for (int id = 0; id < tok_.vocab_size(); id++) {
-      by_text_.push_back({tok_.vocab().tokens[(size_t)id], id});
-      const std::string bytes = tok_.token_bytes(other, id);
-      if (bytes != tok_.vocab().tokens[(size_t)id]) by_text_.push_back({bytes, id});
-    }
+    for (int id = 0; id < tok_.vocab_size(); id++) by_text_.push_back({"0" + tok_.vocab().tokens[(size_t)id], id});
+    for (int id = 0; id < tok_.vocab_size(); id++) by_text_.push_back({"1" + tok_.token_bytes(other, id), id});
     std::sort(by_text_.begin(), by_text_.end());
   }
-  auto lo = std::lower_bound(by_text_.begin(), by_text_.end(), std::make_pair(token, -1));
   std::vector<int> ids;
-  for (auto it = lo; it != by_text_.end() && it->first == token; ++it)
-    if (std::find(ids.begin(), ids.end(), it->second) == ids.end()) ids.push_back(it->second);
+  for (const char* kind : {"0", "1"}) {  // an exact piece wins over a byte-level match
+    const std::string key = kind + token;
+    for (auto it = std::lower_bound(by_text_.begin(), by_text_.end(), std::make_pair(key, -1));
+         it != by_text_.end() && it->first == key; ++it)
+      if (std::find(ids.begin(), ids.end(), it->second) == ids.end()) ids.push_back(it->second);
+    if (!ids.empty()) break;
+  }
   require_input(ids.size() == 1, where, field,
                 "token string '" + token + "' matches " + std::to_string(ids.size()) +
                     " vocabulary entries; log token ids (vLLM: return_tokens_as_token_ids)");

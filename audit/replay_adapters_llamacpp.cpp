@@ -26,6 +26,7 @@ struct FieldRule {
   const char* name;
   Kind kind;
   Off off;
+  const char* parent = nullptr;  // off-only fields that matter only while `parent` is on
 };
 
 double num_or(const json& s, const char* key, double dflt) {
@@ -65,20 +66,20 @@ const std::vector<FieldRule>& rules() {
       // off only
       {"top_n_sigma", Kind::kOffOnly, below(0.0)},
       {"xtc_probability", Kind::kOffOnly, below(0.0)},
-      {"xtc_threshold", Kind::kOffOnly, parent_off("xtc_probability", 0.0)},
+      {"xtc_threshold", Kind::kOffOnly, parent_off("xtc_probability", 0.0), "xtc_probability"},
       {"typical_p", Kind::kOffOnly, [](const json& v, const json&) { return v.is_number() && v.get<double>() >= 1.0; }},
       {"dynatemp_range", Kind::kOffOnly, below(0.0)},
-      {"dynatemp_exponent", Kind::kOffOnly, parent_off("dynatemp_range", 0.0)},
+      {"dynatemp_exponent", Kind::kOffOnly, parent_off("dynatemp_range", 0.0), "dynatemp_range"},
       {"dry_multiplier", Kind::kOffOnly, below(0.0)},
-      {"dry_base", Kind::kOffOnly, parent_off("dry_multiplier", 0.0)},
-      {"dry_allowed_length", Kind::kOffOnly, parent_off("dry_multiplier", 0.0)},
-      {"dry_penalty_last_n", Kind::kOffOnly, parent_off("dry_multiplier", 0.0)},
-      {"dry_sequence_breakers", Kind::kOffOnly, parent_off("dry_multiplier", 0.0)},
+      {"dry_base", Kind::kOffOnly, parent_off("dry_multiplier", 0.0), "dry_multiplier"},
+      {"dry_allowed_length", Kind::kOffOnly, parent_off("dry_multiplier", 0.0), "dry_multiplier"},
+      {"dry_penalty_last_n", Kind::kOffOnly, parent_off("dry_multiplier", 0.0), "dry_multiplier"},
+      {"dry_sequence_breakers", Kind::kOffOnly, parent_off("dry_multiplier", 0.0), "dry_multiplier"},
       {"mirostat", Kind::kOffOnly, below(0.0)},
-      {"mirostat_tau", Kind::kOffOnly, parent_off("mirostat", 0.0)},
-      {"mirostat_eta", Kind::kOffOnly, parent_off("mirostat", 0.0)},
-      {"adaptive_target", Kind::kOffOnly, samplers_lack_adaptive},
-      {"adaptive_decay", Kind::kOffOnly, samplers_lack_adaptive},
+      {"mirostat_tau", Kind::kOffOnly, parent_off("mirostat", 0.0), "mirostat"},
+      {"mirostat_eta", Kind::kOffOnly, parent_off("mirostat", 0.0), "mirostat"},
+      {"adaptive_target", Kind::kOffOnly, samplers_lack_adaptive, "samplers"},
+      {"adaptive_decay", Kind::kOffOnly, samplers_lack_adaptive, "samplers"},
       {"grammar", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
       {"json_schema", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
       {"grammar_lazy", Kind::kOffOnly, [](const json&, const json& s) { return !s.contains("grammar") || empty_value(s.at("grammar")); }},
@@ -113,7 +114,8 @@ const std::vector<FieldRule>& rules() {
   return r;
 }
 
-// Every key of `obj` must be in the table and, if off-only, off in `settings`.
+// Every key of `obj` must be in the table and, if off-only, off in `settings`;
+// a dependent field that is not off names the field that turns it on.
 void check_fields(const json& obj, const json& settings, const std::string& where, const std::string& prefix) {
   for (const auto& [key, value] : obj.items()) {
     const FieldRule* rule = nullptr;
@@ -122,9 +124,11 @@ void check_fields(const json& obj, const json& settings, const std::string& wher
     require_input(rule != nullptr, where, prefix + key,
                   "not a llama.cpp server field this replay understands; it may change sampling, so the record "
                   "is not replayed");
-    if (rule->kind == Kind::kOffOnly)
-      require_input(rule->off(value, settings), where, prefix + key,
-                    "value " + value.dump() + " turns on a sampler the reference does not implement");
+    if (rule->kind != Kind::kOffOnly || rule->off(value, settings)) continue;
+    const std::string on = rule->parent ? rule->parent : key;
+    const json shown = rule->parent && settings.contains(on) ? settings.at(on) : value;
+    require_input(false, where, prefix + on,
+                  "value " + shown.dump() + " turns on a sampler the reference does not implement");
   }
 }
 

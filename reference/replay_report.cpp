@@ -187,11 +187,11 @@ std::string record_detail(const RecordReport& r) {
 }  // namespace
 
 std::string replay_summary_table(const std::vector<RecordReport>& reports) {
-  std::string out = "  line  mode     status     tokens  detail\n";
+  std::string out = "  line  mode              status         tokens  detail\n";
   int failed = 0;
   char b[96];
   for (const RecordReport& r : reports) {
-    std::snprintf(b, sizeof b, "%6d  %-7s  %-9s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
+    std::snprintf(b, sizeof b, "%6d  %-16s  %-13s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
                   r.status.c_str(), r.n_tokens);
     out += b + record_detail(r) + "\n";
     failed += record_failed(r);

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <mutex>
 
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/kv_cache.h"
-#include "reference/thread_pool.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "reference/base/thread_pool.h"
+#include "reference/tokenizer/tokenizer.h"
 
 namespace oracle {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "audit/kld_base.h"
-#include "reference/certify.h"
+#include "audit/certify.h"
 
 namespace oracle {
 

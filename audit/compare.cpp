@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/certify_stats.h"
-#include "reference/numerics.h"
+#include "audit/certify_stats.h"
+#include "numerics/numerics.h"
 
 namespace oracle {
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/npy.h"
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/kv_cache.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
 
 namespace oracle {
 

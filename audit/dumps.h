@@ -8,7 +8,7 @@
 //   __metadata__: format, version, model, model_sha256, tokenizer_sha256,
 //                 prompt_ids (JSON), sampler (JSON), oracle_version, steps, vocab
 // Trace dump ("oracle-trace", version 1): every tensor the forward pass traces
-// (reference/forward.h), one F32 (positions, width) tensor per op name
+// (reference/compute/forward.h), one F32 (positions, width) tensor per op name
 // ("blk.N.attn_norm", ..., "output_norm", "logits") over positions
 // 0 .. n_prompt + steps - 2, plus prompt_ids / token_ids as above.
 // Both are computed by one teacher-forced forward over prompt + generated ids,
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "audit/tensor_compare.h"
-#include "reference/model.h"
-#include "reference/safetensors_file.h"
+#include "reference/model/model.h"
+#include "reference/model/safetensors_file.h"
 
 namespace oracle {
 

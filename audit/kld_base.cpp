@@ -6,9 +6,9 @@
 #include <fstream>
 #include <limits>
 
-#include "reference/atomic_file.h"
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/atomic_file.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 
 namespace oracle {
 

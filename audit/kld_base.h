@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/certify_stats.h"
+#include "audit/certify_stats.h"
 
 namespace oracle {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 
 namespace oracle {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle {
 

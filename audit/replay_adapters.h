@@ -27,9 +27,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "reference/generate.h"
-#include "reference/logprobs.h"
-#include "reference/tokenizer.h"
+#include "reference/generate/generate.h"
+#include "reference/sampling/logprobs.h"
+#include "reference/tokenizer/tokenizer.h"
 
 namespace oracle {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/replay_adapters.h"
-#include "reference/errors.h"
-#include "reference/json_util.h"
+#include "reference/base/errors.h"
+#include "reference/base/json_util.h"
 
 namespace oracle {
 

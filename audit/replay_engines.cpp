@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 
 namespace oracle {
 

@@ -22,7 +22,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "audit/replay_adapters.h"
-#include "reference/replay.h"
+#include "audit/replay.h"
 
 namespace oracle {
 

@@ -9,7 +9,7 @@
 #include "audit/npy.h"
 #include "audit/replay_adapters.h"
 #include "fuzz/fuzz_support.h"
-#include "reference/synthetic.h"
+#include "reference/model/synthetic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const oracle::Tokenizer tok(oracle::synthetic_byte_vocab(256));

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "audit/certify_kld.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "tools/version.h"
 
 namespace oracle::tools {
@@ -48,7 +48,7 @@ Model load_at(const std::string& path, int ctx) {
 }
 
 // The file's context is the protocol's: --ctx, when given, must agree.
-void adopt_ctx(const KldBase& b, const std::string& path, CertifyOptions& o, bool ctx_given) {
+void adopt_ctx(const KldBase& b, const std::string& path, oracle::CertifyOptions& o, bool ctx_given) {
   require_input(!ctx_given || o.ctx == (int)b.n_ctx, path, "n_ctx",
                 "the file was written with context " + std::to_string(b.n_ctx) + ", --ctx says " +
                     std::to_string(o.ctx));
@@ -57,7 +57,7 @@ void adopt_ctx(const KldBase& b, const std::string& path, CertifyOptions& o, boo
 
 // With --corpus next to a base file: the corpus must tokenize to the file's tokens.
 void check_corpus_tokens(const KldBase& b, const std::string& path, const Model& m, const std::string& corpus_path,
-                         const CertifyOptions& o) {
+                         const oracle::CertifyOptions& o) {
   if (corpus_path.empty()) return;
   const KldBase want = kld_base_layout(m, read_corpus(corpus_path), o);
   require_input(want.tokens == b.tokens, path, "tokens",
@@ -65,7 +65,7 @@ void check_corpus_tokens(const KldBase& b, const std::string& path, const Model&
 }
 
 int write_mode(const KldCliArgs& k, const std::string& reference, const std::string& corpus_path,
-               const CertifyOptions& o) {
+               const oracle::CertifyOptions& o) {
   need(!reference.empty() && !corpus_path.empty(), "--write-kld-base", "needs --reference and --corpus");
   const Model ref = load_at(reference, o.ctx);
   const KldBase b = make_kld_base(ref, kld_base_layout(ref, read_corpus(corpus_path), o), o);
@@ -78,7 +78,7 @@ int write_mode(const KldCliArgs& k, const std::string& reference, const std::str
 }  // namespace
 
 int run_certify_kld(const KldCliArgs& k, const std::string& reference, const std::string& candidate,
-                    const std::string& corpus_path, CertifyOptions o, bool ctx_given, const CertifyFinish& finish) {
+                    const std::string& corpus_path, oracle::CertifyOptions o, bool ctx_given, const CertifyFinish& finish) {
   const int modes = !k.write_base.empty() + !k.reference_base.empty() + !k.candidate_base.empty() + !k.cache.empty();
   need(modes == 1, "--write-kld-base", "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base, "
        "--reference-cache");

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "reference/certify.h"
-#include "reference/certify_report.h"
+#include "audit/certify.h"
+#include "audit/certify_report.h"
 
 namespace oracle::tools {
 
@@ -27,6 +27,6 @@ using CertifyFinish = std::function<int(const CertifyResult&, const CertificateI
 // Runs the requested mode; --reference/--candidate/--corpus are checked here per mode
 // (InputError naming the missing or extra option).
 int run_certify_kld(const KldCliArgs& k, const std::string& reference, const std::string& candidate,
-                    const std::string& corpus_path, CertifyOptions o, bool ctx_given, const CertifyFinish& finish);
+                    const std::string& corpus_path, oracle::CertifyOptions o, bool ctx_given, const CertifyFinish& finish);
 
 }  // namespace oracle::tools

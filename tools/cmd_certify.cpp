@@ -8,19 +8,19 @@
 #include <fstream>
 #include <sstream>
 
-#include "reference/certify.h"
-#include "reference/certify_report.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "audit/certify.h"
+#include "audit/certify_report.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "tools/certify_kld_cli.h"
 #include "tools/commands.h"
 #include "tools/version.h"
 
 namespace oracle::tools {
 
-struct CertifyArgs {
+struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
-  CertifyOptions options;
+  oracle::CertifyOptions options;
   bool progress = true;
   KldCliArgs kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
@@ -68,7 +68,7 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
 }
 
 // Thresholds, certificate files and the summary of a finished result.
-static int finish_certify(const CertifyArgs& a, const CertifyResult& r, const CertificateInfo& info) {
+static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const CertificateInfo& info) {
   std::vector<Threshold> t = default_thresholds(info.weight_type);
   if (!a.thresholds.empty()) t = load_thresholds(a.thresholds, t);
   std::vector<ThresholdCheck> checks = check_thresholds(r, t);
@@ -77,7 +77,7 @@ static int finish_certify(const CertifyArgs& a, const CertifyResult& r, const Ce
   return all_pass(checks) ? kExitOk : kExitCheckFailed;
 }
 
-static int run_certify(CertifyArgs& a) {
+static int run_certify(CertifyOptions& a) {
   if (a.progress && isatty(2)) a.options.progress = progress_bar;
   if (kld_requested(a.kld))
     return run_certify_kld(a.kld, a.reference, a.candidate, a.corpus, a.options, a.ctx_given,
@@ -98,7 +98,7 @@ static int run_certify(CertifyArgs& a) {
 }
 
 Command setup_certify(CLI::App& app) {
-  auto args = std::make_shared<CertifyArgs>();
+  auto args = std::make_shared<CertifyOptions>();
   auto* sub = app.add_subcommand("certify", "Certify a candidate (quantized) model against a reference");
   sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF)");
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)");

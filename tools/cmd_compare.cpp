@@ -12,8 +12,8 @@
 
 #include "audit/compare.h"
 #include "audit/dumps.h"
-#include "reference/atomic_file.h"
-#include "reference/errors.h"
+#include "reference/base/atomic_file.h"
+#include "reference/base/errors.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 
@@ -21,7 +21,7 @@ namespace oracle::tools {
 
 struct CompareOptions {
   std::vector<std::string> files;  // THEIRS [OURS]... positional: got [want]
-  ModelArgs model;
+  ModelOptions model;
   std::string prompt_ids, token_ids;  // files with ids (for .npy logits)
   bool trace = false;
   bool json = false;

@@ -1,27 +1,27 @@
 // oracle replay: re-run every record of a sampling-tuple log (or check foreign
 // completion records for plausibility) on the reference; summary table on
 // stdout, optional JSON report, exit 1 when a record fails, 2 on unusable
-// input (docs/replay.md). A thin layer over reference/replay.h.
+// input (docs/replay.md). A thin layer over audit/replay.h.
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "reference/base/errors.h"
+#include "audit/replay.h"
 #include "audit/replay_engines.h"
-#include "reference/atomic_file.h"
-#include "reference/errors.h"
-#include "reference/replay.h"
+#include "reference/base/atomic_file.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 
 namespace oracle::tools {
 
-struct ReplayCliOptions {
+struct ReplayOptions {
   std::string log;
   std::string json_out;  // --json report file
-  ModelArgs model;       // overrides; empty = the first own record's model
-  std::string models;    // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
-  ReplayOptions replay;
+  ModelOptions model;       // overrides; empty = the first own record's model
+  std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
+  oracle::ReplayOptions replay;
 };
 
 // A loaded model with the ReplayModel view of it (the view points into the holder).
@@ -32,15 +32,14 @@ struct ReplayHolder {
       : lm(std::move(m)), rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256} {}
 };
 
-static std::shared_ptr<const ReplayModel> load_entry(const CatalogEntry& e, const ReplayCliOptions& o) {
-  ModelArgs args = o.model;
+static std::shared_ptr<const ReplayModel> load_entry(const CatalogEntry& e, const ReplayOptions& o) {
+  ModelOptions args = o.model;
   args.model = e.path;
   args.tokenizer = e.tokenizer;
   auto h = std::make_shared<ReplayHolder>(load_model_and_tokenizer(args));
   return std::shared_ptr<const ReplayModel>(h, &h->rm);
 }
 
-static void finish(const std::vector<RecordReport>& reports, const ReplayCliOptions& o);
 static int exit_code(const std::vector<RecordReport>& reports) {
   for (const RecordReport& r : reports)
     if (record_failed(r)) return kExitCheckFailed;
@@ -49,8 +48,8 @@ static int exit_code(const std::vector<RecordReport>& reports) {
 
 // The model to replay on: --model/--tokenizer, else the first own record's
 // (with its context length). A log without own records needs --model.
-static ModelArgs model_for(const std::vector<LogLine>& lines, const ReplayCliOptions& o) {
-  ModelArgs args = o.model;
+static ModelOptions model_for(const std::vector<LogLine>& lines, const ReplayOptions& o) {
+  ModelOptions args = o.model;
   for (const LogLine& l : lines) {
     LogRecord r;
     try {
@@ -71,7 +70,7 @@ static ModelArgs model_for(const std::vector<LogLine>& lines, const ReplayCliOpt
 }
 
 // Every parseable own record must name the model and tokenizer being used.
-static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& lm, const ReplayCliOptions& o) {
+static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& lm, const ReplayOptions& o) {
   for (const LogLine& l : lines) {
     const std::string where = o.log + ":" + std::to_string(l.line_no);
     LogRecord r;
@@ -95,12 +94,12 @@ static void write_report(const std::string& path, const nlohmann::json& report) 
   write_file_atomic(path, [&](std::ostream& out) { out << text; });
 }
 
-static void finish(const std::vector<RecordReport>& reports, const ReplayCliOptions& o) {
+static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o) {
   std::fputs(replay_summary_table(reports).c_str(), stdout);
   if (!o.json_out.empty()) write_report(o.json_out, replay_report_json(reports, o.log, o.replay));
 }
 
-int run_replay(const ReplayCliOptions& o) {
+int run_replay(const ReplayOptions& o) {
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
@@ -119,7 +118,7 @@ int run_replay(const ReplayCliOptions& o) {
 }
 
 Command setup_replay(CLI::App& app) {
-  auto opts = std::make_shared<ReplayCliOptions>();
+  auto opts = std::make_shared<ReplayOptions>();
   auto* sub = app.add_subcommand("replay", "Replay a sampling-tuple log (or check foreign completion records)");
   sub->add_option("log", opts->log, "JSON-lines log: oracle run --log, llama.cpp server, OpenAI or vLLM records")->required();
   sub->add_option("--model,-m", opts->model.model, "Model override (its SHA-256 must match the log)");

@@ -13,9 +13,9 @@
 #include "audit/dumps.h"
 #include "audit/npy.h"
 #include "fixture.h"
-#include "reference/model.h"
-#include "reference/numerics.h"
-#include "reference/tokenizer.h"
+#include "reference/model/model.h"
+#include "numerics/numerics.h"
+#include "reference/tokenizer/tokenizer.h"
 
 using namespace oracle;
 

@@ -13,8 +13,8 @@
 #include "audit/certify_kld.h"
 #include "audit/kld_base.h"
 #include "fixture.h"
-#include "reference/errors.h"
-#include "reference/model.h"
+#include "reference/base/errors.h"
+#include "reference/model/model.h"
 
 using namespace oracle;
 

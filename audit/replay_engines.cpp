@@ -284,7 +284,7 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
                                 const ReplayOptions& o) {
   const std::string where = file + ":" + std::to_string(line.line_no);
   RecordReport rep;
-  std::string model;
+  std::string model, mode;  // mode: what the record looked like, for its ERROR row
   try {
     json j;
     try {
@@ -292,13 +292,16 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
     } catch (const json::parse_error& e) {
       throw InputError(where, "json", std::string("not valid JSON (") + e.what() + ")");
     }
+    mode = j.is_object() && j.contains("schema") ? "own" : engine_of(j);
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {
     rep.status = "ERROR";
     rep.error = error_text(e, where);
+    rep.mode = mode;
   } catch (const std::exception& e) {
     rep.status = "ERROR";
     rep.error = where + ": " + e.what();
+    rep.mode = mode;
   }
   rep.line = line.line_no;
   rep.model = model;

@@ -1,17 +1,19 @@
 #pragma once
 // ============================================================================
-// float32 -> quantized blocks (the inverse of reference/quant.h).
-// Q8_0, Q4_0 and Q4_K reproduce ggml's reference quantizers
-// (quantize_row_q8_0_ref, quantize_row_q4_0_ref, quantize_row_q4_K_ref)
-// operation by operation: same float32 sequence, roundf = round half away
-// from zero, nearest_int = round half to even via the 1.5*2^23 trick, and the
-// block scale rounded to fp16 to nearest even. So a file we write holds the
-// same block bytes as llama-quantize's (without an importance matrix).
+// float32 -> stored weight types (the inverse of reference/quant.h).
+// F32/F16/BF16 and every ggml block type llama-quantize writes without an
+// importance matrix — Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K — reproduce ggml's quantize_row_*_ref (ggml-quants.c) operation by
+// operation: same float32 sequence, roundf = round half away from zero,
+// nearest_int = round half to even via the 1.5*2^23 trick, C's float->int8
+// truncation, fp16 scales rounded to nearest even. So a row we write holds
+// the same bytes as llama-quantize's (docs/quantize.md).
 // I8_ROW is project-specific (docs/formats.md): per row one float32 scale
 // s = max|x| / 127, then q = round_half_away(x / s) as int8 (all 0 if s == 0).
 // ============================================================================
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "reference/model.h"
 
@@ -28,7 +30,15 @@ void quantize_row(DType t, const float* src, int64_t n, uint8_t* dst);
 // Per-type block quantizers (n a multiple of the block size).
 void quantize_row_q8_0(const float* x, int64_t n, uint8_t* dst);  // 34-byte blocks of 32
 void quantize_row_q4_0(const float* x, int64_t n, uint8_t* dst);  // 18-byte blocks of 32
+void quantize_row_q4_1(const float* x, int64_t n, uint8_t* dst);  // 20-byte blocks of 32
+void quantize_row_q5_0(const float* x, int64_t n, uint8_t* dst);  // 22-byte blocks of 32
+void quantize_row_q5_1(const float* x, int64_t n, uint8_t* dst);  // 24-byte blocks of 32
+void quantize_row_q2_K(const float* x, int64_t n, uint8_t* dst);  // 84-byte blocks of 256
+void quantize_row_q3_K(const float* x, int64_t n, uint8_t* dst);  // 110-byte blocks of 256
 void quantize_row_q4_K(const float* x, int64_t n, uint8_t* dst);  // 144-byte blocks of 256
+void quantize_row_q5_K(const float* x, int64_t n, uint8_t* dst);  // 176-byte blocks of 256
+void quantize_row_q6_K(const float* x, int64_t n, uint8_t* dst);  // 210-byte blocks of 256
+void quantize_row_plain(DType t, const float* x, int64_t n, uint8_t* dst);  // F32, F16, BF16
 void quantize_row_i8_row(const float* x, int64_t n, uint8_t* dst);  // 4 + n bytes
 
 // I8_ROW quantize-then-dequantize in place: x[k] = s * q[k] (int8 KV cache).
@@ -36,17 +46,44 @@ void quantize_row_i8_row(const float* x, int64_t n, uint8_t* dst);  // 4 + n byt
 void int8_row_roundtrip(float* x, int n);
 
 // ---- whole files (quantize_gguf.cpp) ---------------------------------------------
-struct QuantizeReport {
-  int quantized = 0;  // tensors converted to the target type
-  int kept = 0;       // tensors copied unchanged (1-D: norms)
+struct QuantizeOptions {
+  std::string type = "Q8_0";      // a llama-quantize file type (quantize_policy.h), case-insensitive
+  bool pure = false;              // llama-quantize --pure: no per-tensor mix rules
+  bool allow_requantize = false;  // llama-quantize --allow-requantize: quantized inputs may be converted
+  int threads = 1;                // rows in parallel; the output does not depend on it
 };
 
-// Reads a GGUF (F32/F16/BF16 weights), writes a GGUF with every matrix (2-D
-// tensor) quantized to `type` and everything else copied: metadata verbatim
-// plus general.file_type (llama.cpp's code for Q8_0/Q4_0/Q4_K; for I8_ROW
-// the source's is kept), general.quantization_version = 2 and
-// oracle.quantized_type = the type name. A matrix whose rows are not
-// whole blocks is an InputError naming the tensor (use I8_ROW for those).
+struct QuantizedTensor {
+  std::string name;
+  std::vector<int64_t> dims;  // ggml order
+  DType from, to;
+  uint64_t bytes_in = 0, bytes_out = 0;
+  bool converted = false;  // to != from (else copied byte for byte)
+  bool fallback = false;   // the row length forced another type than the mix's
+};
+
+struct QuantizeReport {
+  std::string type;  // canonical mix name
+  int ftype = -1;    // general.file_type written (-1: the source's kept, I8_ROW)
+  std::vector<QuantizedTensor> tensors;  // in file order
+  int quantized = 0, kept = 0, fallbacks = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;  // tensor data (as llama-quantize's "model size" / "quant size")
+  uint64_t file_bytes = 0;               // the written file
+  int64_t n_elements = 0;
+  double bpw_in() const { return n_elements ? 8.0 * (double)bytes_in / (double)n_elements : 0.0; }
+  double bpw_out() const { return n_elements ? 8.0 * (double)bytes_out / (double)n_elements : 0.0; }
+};
+
+// Reads a GGUF and writes what `llama-quantize [--pure] [--allow-requantize]
+// IN OUT TYPE` writes (docs/quantize.md): the same tensor order, per-tensor
+// types (quantize_policy.h) and data, metadata copied with
+// general.quantization_version = 2 and general.file_type = the mix's
+// llama_ftype appended, split.* keys dropped. Atomic (temp + rename).
+// InputError naming file and tensor for: an unknown type, a quantized input
+// that would be converted without allow_requantize, NaN/Inf in a tensor it
+// converts, an input type it cannot read.
+QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_path, const QuantizeOptions& opt);
+// Shorthand: every quantizable tensor to `type` (opt.pure), as before.
 QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_path, DType type);
 
 // C's roundf: nearest integer, halves away from zero (|v| < 2^23 is exact).

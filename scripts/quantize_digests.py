@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """llama-quantize digests for `oracle quantize` (docs/quantize.md). Pure python, no numpy.
 
-  quantize_digests.py generate --peer-bin DIR --shared DIR --out TABLE [--work DIR]
+  quantize_digests.py generate --peer-bin DIR --shared DIR --oracle BIN --out TABLE [--work DIR]
       runs llama-quantize (the peer, scripts/build_peer.sh) for every run of RUNS on
-      llama2xs and on SmolLM2's F32 export (itself made by llama-quantize from the
-      Q4_1 file), and writes TABLE: per run the output file's size and SHA-256 and
+      llama2xs, on SmolLM2's F32 export (itself made by llama-quantize from the
+      Q4_1 file) and on `oracle synth --preset gqa --seed 1`, and writes TABLE: per run the output file's size and SHA-256 and
       every tensor's type, and per (tensor, type) the SHA-256 of its data.
   quantize_digests.py compare A.gguf B.gguf
       per-tensor comparison (type, dims, data) and whole-file comparison; prints
@@ -30,6 +30,7 @@ MODELS = {
     'smollm2-export': ('smollm2/SmolLM2-135M-Instruct.Q4_1.gguf', ['--allow-requantize']),
     'llama2xs': ('gguf/llama2xs.gguf', []),
     'smollm2': ('@smollm2-f32.gguf', []),  # the export above
+    'synth-gqa': ('@synth-gqa.gguf', []),  # `oracle synth --preset gqa --seed 1`: 256-multiple rows
 }
 
 
@@ -106,14 +107,20 @@ def run_peer(peer_bin, inp, out, flags, qtype):
         sys.exit('failed: ' + ' '.join(cmd) + '\n' + r.stdout[-3000:])
 
 
-def generate(peer_bin, shared, out_path, work):
+def peer_commit(peer_bin):
+    r = subprocess.run([os.path.join(peer_bin, 'llama-quantize'), '--version'], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return ' '.join(l.strip() for l in r.stdout.splitlines() if 'version' in l or 'built with' in l)
+
+
+def generate(peer_bin, shared, oracle, out_path, work):
     os.makedirs(work, exist_ok=True)
+    subprocess.run([oracle, 'synth', '--preset', 'gqa', '--seed', '1', '-o', os.path.join(work, 'synth-gqa.gguf')],
+                   check=True, stdout=subprocess.DEVNULL)
     lines = ['# llama-quantize outputs, made by scripts/quantize_digests.py generate (docs/quantize.md).',
              '# file MODEL RUN BYTES SHA256 | types MODEL RUN T1,T2,.. (file order) | order MODEL N1,N2,..',
              '# data MODEL TENSOR TYPE SHA256 (of the tensor data, without padding)']
-    commit = open(os.path.join(peer_bin, '..', 'LLAMA_CPP_COMMIT')).read().strip() \
-        if os.path.exists(os.path.join(peer_bin, '..', 'LLAMA_CPP_COMMIT')) else 'unknown'
-    lines.append('# llama.cpp ' + commit)
+    lines.append('# llama-quantize ' + peer_commit(peer_bin) + ' (llama-cpp-python 0.3.36 sdist)')
     for model, (src, extra) in MODELS.items():
         inp = os.path.join(work, src[1:]) if src.startswith('@') else os.path.join(shared, src)
         runs = [('F32', [], 'F32')] if model == 'smollm2-export' else RUNS
@@ -170,7 +177,7 @@ def main():
         return compare(a[1], a[2])
     if a and a[0] == 'generate':
         opts = dict(zip(a[1::2], a[2::2]))
-        generate(opts['--peer-bin'], opts['--shared'], opts['--out'], opts.get('--work', '/tmp/quantize_digests'))
+        generate(opts['--peer-bin'], opts['--shared'], opts['--oracle'], opts['--out'], opts.get('--work', '/tmp/quantize_digests'))
         return 0
     print(__doc__)
     return 2

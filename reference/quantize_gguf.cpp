@@ -122,8 +122,12 @@ Plan make_plan(const GgufFile& g, const QuantMix& mix, const QuantizeOptions& op
   return p;
 }
 
+// ggml's gguf_set_kv copies every key; the output is aligned to 32 whatever an
+// input general.alignment says, so that key is kept only when it says 32 (a
+// different value would describe the output wrongly; llama-quantize keeps it).
 void write_metadata(const GgufFile& g, const QuantMix& mix, GgufWriter& w) {
-  w.copy_metadata(g);
+  for (const auto& [key, value] : g.metadata())
+    if (key != "general.alignment" || (value.is_integer() && value.i == 32)) w.add(key, value);
   int64_t ftype = mix.ftype >= 0 ? mix.ftype : g.get_int("general.file_type", -1);
   w.remove("general.quantization_version");
   w.add_u32("general.quantization_version", 2);  // GGML_QNT_VERSION

@@ -6,6 +6,10 @@
       llama2xs, on SmolLM2's F32 export (itself made by llama-quantize from the
       Q4_1 file) and on `oracle synth --preset gqa --seed 1`, and writes TABLE: per run the output file's size and SHA-256 and
       every tensor's type, and per (tensor, type) the SHA-256 of its data.
+  quantize_digests.py generate --ggml-base PEER_BUILD_BIN --ggml-include DIR --oracle BIN ...
+      the same with scripts/peer_mini_quantize.c (compiled against the peer's
+      libggml-base) in place of llama-quantize: bytes and files from ggml, the
+      per-tensor types and order from `oracle quantize --json` (noted in TABLE).
   quantize_digests.py compare A.gguf B.gguf
       per-tensor comparison (type, dims, data) and whole-file comparison; prints
       "tensors: k/n identical" and exits 1 on any difference.
@@ -100,7 +104,28 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
+GGML_IDS = {'F32': 0, 'F16': 1, 'Q4_0': 2, 'Q4_1': 3, 'Q5_0': 6, 'Q5_1': 7, 'Q8_0': 8, 'Q2_K': 10, 'Q3_K': 11,
+            'Q4_K': 12, 'Q5_K': 13, 'Q6_K': 14, 'BF16': 30}
+MINI = {}  # 'bin', 'oracle' when generating with peer_mini_quantize
+
+
+def run_mini(inp, out, flags, qtype):
+    import json
+    r = subprocess.run([MINI['oracle'], 'quantize', inp, out + '.oracle', '--type', qtype, '--json'] + flags,
+                       stdout=subprocess.PIPE, text=True, check=True)
+    os.remove(out + '.oracle')
+    rep = json.loads(r.stdout)
+    plan = out + '.plan'
+    with open(plan, 'w') as f:
+        for t in rep['tensors']:
+            f.write('%s %d\n' % (t['name'], GGML_IDS[t['to']]))
+    subprocess.run([MINI['bin'], inp, out, str(rep['file_type']), plan], check=True)
+    os.remove(plan)
+
+
 def run_peer(peer_bin, inp, out, flags, qtype):
+    if MINI:
+        return run_mini(inp, out, flags, qtype)
     cmd = [os.path.join(peer_bin, 'llama-quantize')] + flags + [inp, out, qtype]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
@@ -120,7 +145,12 @@ def generate(peer_bin, shared, oracle, out_path, work):
     lines = ['# llama-quantize outputs, made by scripts/quantize_digests.py generate (docs/quantize.md).',
              '# file MODEL RUN BYTES SHA256 | types MODEL RUN T1,T2,.. (file order) | order MODEL N1,N2,..',
              '# data MODEL TENSOR TYPE SHA256 (of the tensor data, without padding)']
-    lines.append('# llama-quantize ' + peer_commit(peer_bin) + ' (llama-cpp-python 0.3.36 sdist)')
+    if MINI:
+        lines.append('# SOURCE: scripts/peer_mini_quantize.c over the peer\'s libggml-base (llama.cpp 0c1e570,'
+                     ' llama-cpp-python 0.3.36 sdist): tensor bytes, metadata and layout by ggml;'
+                     ' per-tensor types and order from oracle quantize --json (llama-quantize not built yet)')
+    else:
+        lines.append('# SOURCE: llama-quantize ' + peer_commit(peer_bin) + ' (llama-cpp-python 0.3.36 sdist)')
     for model, (src, extra) in MODELS.items():
         inp = os.path.join(work, src[1:]) if src.startswith('@') else os.path.join(shared, src)
         runs = [('F32', [], 'F32')] if model == 'smollm2-export' else RUNS
@@ -177,6 +207,14 @@ def main():
         return compare(a[1], a[2])
     if a and a[0] == 'generate':
         opts = dict(zip(a[1::2], a[2::2]))
+        if '--ggml-base' in opts:
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'peer_mini_quantize.c')
+            MINI['bin'] = os.path.join(opts.get('--work', '/tmp/quantize_digests'), 'peer_mini_quantize')
+            os.makedirs(os.path.dirname(MINI['bin']), exist_ok=True)
+            subprocess.run(['gcc', '-O2', '-I' + opts['--ggml-include'], src, '-L' + opts['--ggml-base'],
+                            '-lggml-base', '-Wl,-rpath,' + opts['--ggml-base'], '-o', MINI['bin']], check=True)
+            MINI['oracle'] = opts['--oracle']
+            opts.setdefault('--peer-bin', '')
         generate(opts['--peer-bin'], opts['--shared'], opts['--oracle'], opts['--out'], opts.get('--work', '/tmp/quantize_digests'))
         return 0
     print(__doc__)

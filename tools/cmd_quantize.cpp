@@ -6,10 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "reference/errors.h"
-#include "reference/quant.h"
-#include "reference/quantize.h"
-#include "reference/quantize_policy.h"
+#include "reference/base/errors.h"
+#include "reference/model/quant.h"
+#include "audit/quantize_gguf.h"
+#include "reference/model/quantize_rows.h"
+#include "audit/quantize_policy.h"
 #include "tools/commands.h"
 
 namespace oracle::tools {

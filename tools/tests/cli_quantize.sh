@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 CASE=$3
 L2XS="$MODELS/gguf/llama2xs.gguf"
-TABLE="$(dirname "$0")/../../reference/tests/data/llamacpp_quantize_digests.txt"
+TABLE="$(dirname "$0")/../../audit/tests/data/llamacpp_quantize_digests.txt"
 need_fixture "$L2XS"
 
 case $CASE in

@@ -1,0 +1,71 @@
+#pragma once
+// ============================================================================
+// GGUF v3 writer: metadata of every GGUF value type and tensors, each tensor's
+// data aligned to `alignment` (general.alignment, default 32). Output is read
+// back by GgufFile and by the python `gguf` package. Used by `oracle synth`
+// and `oracle quantize`. The layout is the one ggml's gguf writer produces
+// (header, key/values in order, tensor infos, zero padding to `alignment`,
+// every tensor's data zero-padded to `alignment`), so a file with the same
+// keys and tensors is byte-identical to llama-quantize's.
+// ============================================================================
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "reference/model/gguf.h"
+
+namespace oracle {
+
+class GgufWriter {
+ public:
+  // ---- metadata (keys must be unique; a repeated key replaces the value) ----
+  void add(const std::string& key, GgufValue value);
+  void add_u32(const std::string& key, uint32_t v);
+  void add_i32(const std::string& key, int32_t v);
+  void add_u64(const std::string& key, uint64_t v);
+  void add_f32(const std::string& key, float v);
+  void add_bool(const std::string& key, bool v);
+  void add_string(const std::string& key, const std::string& v);
+  void add_strings(const std::string& key, const std::vector<std::string>& v);
+  void add_f32s(const std::string& key, const std::vector<float>& v);
+  void add_i32s(const std::string& key, const std::vector<int32_t>& v);
+  // Every key of `src` except general.alignment (set_alignment decides that).
+  void copy_metadata(const GgufFile& src);
+  void set_alignment(uint32_t alignment);  // power of two; written when != 32
+
+  // ---- tensors (written in the order added) ----
+  // dims in ggml order (dims[0] = row length); bytes.size() must equal
+  // dtype_row_bytes(type, dims[0]) * rows, else InputError(name, "size", ...).
+  void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                  std::vector<uint8_t> bytes);
+  void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims, const float* data);
+  // A tensor whose bytes `make` produces while write() streams the file (one
+  // tensor in memory at a time); same size rule as add_tensor, checked then.
+  using TensorMaker = std::function<std::vector<uint8_t>()>;
+  void add_tensor_deferred(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                           TensorMaker make);
+  void remove(const std::string& key);  // drops a metadata key (no-op when absent)
+
+  // Writes the file atomically: to a temporary beside `path`, renamed over it
+  // when complete (removed on any error, so no half-written file is left).
+  // InputError(path, "file", ...) when it cannot be written; an exception of
+  // a TensorMaker propagates after the temporary is removed.
+  void write(const std::string& path) const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    DType type;
+    std::vector<int64_t> dims;
+    std::vector<uint8_t> bytes;
+    TensorMaker make;  // set for deferred tensors (bytes empty until written)
+    uint64_t size = 0;
+  };
+  void write_to(const std::string& tmp_path) const;
+  std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::vector<Tensor> tensors_;
+  uint32_t alignment_ = kGgufDefaultAlignment;
+};
+
+}  // namespace oracle

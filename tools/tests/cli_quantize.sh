@@ -3,7 +3,8 @@
 # themselves are checked against llama-quantize's digests by
 # test_quantize_llamacpp; here: names, report, errors, atomic output, and the
 # synthetic gqa model (256-multiple rows, so real k-quants on every matrix)
-# against the whole-file digests of llama-quantize in the same table.
+# against the whole-file digests of the same table (its # SOURCE line says
+# which tool made them; docs/quantize.md).
 # Usage: cli_quantize.sh ORACLE SHARED CASE
 source "$(dirname "$0")/lib.sh"
 CASE=$3
@@ -67,7 +68,7 @@ case $CASE in
     "$ORACLE" quantize "$L2XS" "$WORK/2.gguf" --type Q6_K --pure --threads 2 >/dev/null
     cmp "$WORK/1.gguf" "$WORK/2.gguf" || fail "thread count changed the output"
     ;;
-  synth_gqa_llamacpp)  # every run on `synth --preset gqa --seed 1`: llama-quantize's whole file
+  synth_gqa_llamacpp)  # every run on `synth --preset gqa --seed 1`: the table's whole-file digest
     "$ORACLE" synth --preset gqa --seed 1 -o "$WORK/gqa.gguf" >/dev/null
     n=0
     while read -r kind model run bytes sha; do
@@ -77,11 +78,11 @@ case $CASE in
       [ "$run" != "$type" ] && flags=(--pure)
       "$ORACLE" quantize "$WORK/gqa.gguf" "$WORK/q.gguf" --type "$type" "${flags[@]}" --threads 2 >/dev/null
       got=$(sha256sum "$WORK/q.gguf" | cut -d' ' -f1)
-      [ "$got" = "$sha" ] || fail "synth-gqa $run: sha256 $got, llama-quantize $sha"
+      [ "$got" = "$sha" ] || fail "synth-gqa $run: sha256 $got, table $sha"
       n=$((n + 1))
     done <"$TABLE"
     [ "$n" = 27 ] || fail "$n synth-gqa runs in the table (want 27)"
-    echo "ok: 27 runs identical to llama-quantize"
+    echo "ok: 27 runs identical to the table"
     ;;
   *) fail "unknown case $CASE" ;;
 esac

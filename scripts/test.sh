@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc)" -LE "soak|fault|sanitize|fuzz|matrix" "$@"
+ctest --output-on-failure -j "$(nproc)" -LE "soak|fault|sanitize|fuzz|matrix|smollm2|peer" "$@"

@@ -1,7 +1,11 @@
 // GGUF v3 writer: header, metadata, tensor infos, padding, aligned data.
 #include "reference/model/gguf_writer.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "reference/base/errors.h"
@@ -68,6 +72,14 @@ void GgufWriter::add_i32s(const std::string& key, const std::vector<int32_t>& v)
   add(key, g);
 }
 
+void GgufWriter::remove(const std::string& key) {
+  for (size_t i = 0; i < kv_.size(); i++)
+    if (kv_[i].first == key) {
+      kv_.erase(kv_.begin() + (long)i);
+      return;
+    }
+}
+
 void GgufWriter::copy_metadata(const GgufFile& src) {
   for (const auto& [key, value] : src.metadata())
     if (key != "general.alignment") add(key, value);
@@ -80,16 +92,33 @@ void GgufWriter::set_alignment(uint32_t alignment) {
 }
 
 // ---- tensors ------------------------------------------------------------------------------------
-void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims,
-                            std::vector<uint8_t> bytes) {
+namespace {
+uint64_t expected_bytes(const std::string& name, DType type, const std::vector<int64_t>& dims) {
   require_input(!dims.empty() && dims.size() <= 4, name, "dims", "need 1..4 dimensions");
   int64_t row = dtype_row_bytes(type, dims[0]);
   require_input(row >= 0, name, "dims", "row length is not a multiple of the block size");
   uint64_t expected = static_cast<uint64_t>(row);
   for (size_t d = 1; d < dims.size(); d++) expected *= static_cast<uint64_t>(dims[d]);
-  require_input(bytes.size() == expected, name, "size",
-                std::to_string(bytes.size()) + " bytes given, " + std::to_string(expected) + " expected");
-  tensors_.push_back(Tensor{name, type, dims, std::move(bytes)});
+  return expected;
+}
+
+void require_size(const std::string& name, size_t got, uint64_t expected) {
+  require_input(got == expected, name, "size",
+                std::to_string(got) + " bytes given, " + std::to_string(expected) + " expected");
+}
+}  // namespace
+
+void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                            std::vector<uint8_t> bytes) {
+  uint64_t expected = expected_bytes(name, type, dims);
+  require_size(name, bytes.size(), expected);
+  tensors_.push_back(Tensor{name, type, dims, std::move(bytes), nullptr, expected});
+}
+
+void GgufWriter::add_tensor_deferred(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                                     TensorMaker make) {
+  uint64_t expected = expected_bytes(name, type, dims);
+  tensors_.push_back(Tensor{name, type, dims, {}, std::move(make), expected});
 }
 
 void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
@@ -159,7 +188,7 @@ void put_value(Out& o, const GgufValue& v) {
 
 }  // namespace
 
-void GgufWriter::write(const std::string& path) const {
+void GgufWriter::write_to(const std::string& path) const {
   Out o;
   const bool explicit_alignment = alignment_ != kGgufDefaultAlignment;
   o.put<uint32_t>(kGgufMagic);
@@ -181,7 +210,7 @@ void GgufWriter::write(const std::string& path) const {
     for (int64_t d : t.dims) o.put<uint64_t>(static_cast<uint64_t>(d));
     o.put<uint32_t>(static_cast<uint32_t>(t.type));
     o.put<uint64_t>(offset);
-    offset += (t.bytes.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += (t.size + alignment_ - 1) / alignment_ * alignment_;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   require_input(out.good(), path, "file", "cannot open for writing");
@@ -189,11 +218,33 @@ void GgufWriter::write(const std::string& path) const {
   out.write(reinterpret_cast<const char*>(o.bytes.data()), static_cast<std::streamsize>(o.bytes.size()));
   const std::vector<uint8_t> zeros(alignment_, 0);
   for (const Tensor& t : tensors_) {
-    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    std::vector<uint8_t> made;
+    if (t.make) {
+      made = t.make();
+      require_size(t.name, made.size(), t.size);
+    }
+    const std::vector<uint8_t>& bytes = t.make ? made : t.bytes;
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     out.write(reinterpret_cast<const char*>(zeros.data()),
-              static_cast<std::streamsize>((alignment_ - t.bytes.size() % alignment_) % alignment_));
+              static_cast<std::streamsize>((alignment_ - bytes.size() % alignment_) % alignment_));
+    require_input(out.good(), path, "file", "write failed");
   }
-  require_input(out.good(), path, "file", "write failed");
+  out.close();
+  require_input(!out.fail(), path, "file", "write failed");
+}
+
+void GgufWriter::write(const std::string& path) const {
+  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  try {
+    write_to(tmp);
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::remove(tmp.c_str());
+  require_input(!ec, path, "file", "cannot rename the finished file into place: " + ec.message());
 }
 
 }  // namespace oracle

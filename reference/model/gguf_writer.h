@@ -3,9 +3,13 @@
 // GGUF v3 writer: metadata of every GGUF value type and tensors, each tensor's
 // data aligned to `alignment` (general.alignment, default 32). Output is read
 // back by GgufFile and by the python `gguf` package. Used by `oracle synth`
-// and `oracle quantize`.
+// and `oracle quantize`. The layout is the one ggml's gguf writer produces
+// (header, key/values in order, tensor infos, zero padding to `alignment`,
+// every tensor's data zero-padded to `alignment`), so a file with the same
+// keys and tensors is byte-identical to llama-quantize's.
 // ============================================================================
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,8 +40,17 @@ class GgufWriter {
   void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims,
                   std::vector<uint8_t> bytes);
   void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims, const float* data);
+  // A tensor whose bytes `make` produces while write() streams the file (one
+  // tensor in memory at a time); same size rule as add_tensor, checked then.
+  using TensorMaker = std::function<std::vector<uint8_t>()>;
+  void add_tensor_deferred(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                           TensorMaker make);
+  void remove(const std::string& key);  // drops a metadata key (no-op when absent)
 
-  // Writes the file; InputError(path, "file", ...) when it cannot be written.
+  // Writes the file atomically: to a temporary beside `path`, renamed over it
+  // when complete (removed on any error, so no half-written file is left).
+  // InputError(path, "file", ...) when it cannot be written; an exception of
+  // a TensorMaker propagates after the temporary is removed.
   void write(const std::string& path) const;
 
  private:
@@ -46,7 +59,10 @@ class GgufWriter {
     DType type;
     std::vector<int64_t> dims;
     std::vector<uint8_t> bytes;
+    TensorMaker make;  // set for deferred tensors (bytes empty until written)
+    uint64_t size = 0;
   };
+  void write_to(const std::string& tmp_path) const;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<Tensor> tensors_;
   uint32_t alignment_ = kGgufDefaultAlignment;

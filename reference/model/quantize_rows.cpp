@@ -1,7 +1,9 @@
-// float32 -> Q8_0 / Q4_0 / Q4_K / I8_ROW blocks. See quantize.h for the
-// contract: ggml's *_ref quantizers reproduced operation for operation (the
-// build uses -ffp-contract=off, so every a*b+c below is two roundings, as in
-// an IEEE-strict build of ggml-quants.c).
+// float32 -> F32 / F16 / BF16 rows, Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks
+// of 32, I8_ROW rows, and the dispatch over every type (the k-quants are in
+// quantize_kquants.cpp). See quantize_rows.h for the contract: ggml's *_ref
+// quantizers reproduced operation for operation (the build uses
+// -ffp-contract=off, so every a*b+c below is two roundings, as in ggml-base,
+// which is compiled for baseline x86-64 without FMA).
 #include "reference/model/quantize_rows.h"
 
 #include <cstring>
@@ -10,35 +12,15 @@
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
+#include "reference/model/quantize_helpers.h"
 
 namespace oracle {
 namespace {
 
-using num::f32_bits;
-using num::f32_from_bits;
 using num::f32_to_fp16;
-using num::fp16_to_f32;
-
-// ---- scalar helpers (ggml semantics) ----------------------------------------------
-float abs_f32(float v) { return f32_from_bits(f32_bits(v) & 0x7fffffffu); }
-
-// ggml's nearest_int: round half to even through the 1.5*2^23 trick (|v| < 2^22).
-int nearest_int(float v) {
-  float shifted = v + 12582912.0f;
-  int32_t bits = (int32_t)f32_bits(shifted);
-  return (bits & 0x007fffff) - 0x00400000;
-}
-
-void store_fp16(uint8_t* dst, float v) {
-  uint16_t h = f32_to_fp16(v);
-  std::memcpy(dst, &h, sizeof h);
-}
-
-void require_multiple(int64_t n, int64_t block, const char* type) {
-  require_input(n % block == 0, "<row>", "n",
-                std::to_string(n) + " elements is not a multiple of the " + type + " block (" +
-                    std::to_string(block) + ")");
-}
+using qh::abs_f32;
+using qh::require_multiple;
+using qh::store_fp16;
 
 }  // namespace
 
@@ -91,168 +73,109 @@ void quantize_row_q4_0(const float* x, int64_t n, uint8_t* dst) {
   }
 }
 
-// ---- Q4_K ---------------------------------------------------------------------------
-// Super-block of 256 = 8 sub-blocks of 32. Each sub-block gets an affine fit
-// x ~ scale * L - min (L in 0..15) by ggml's make_qkx2_quants search; the 8
-// scales and mins are then quantized to 6 bits against d = max_scale / 63 and
-// dmin = max_min / 63 (fp16), and the values are re-quantized with those.
+// ---- Q4_1: d = (max - min) / 15, m = min, q = min(15, trunc((x - min)/d + 0.5)) ----
 namespace {
-
-constexpr int kSub = 32;  // elements per Q4_K sub-block
-
-struct AffineFit {
-  float scale = 0.0f;
-  float min = 0.0f;  // stored positive: x ~ scale * L - min
+struct MinMax {
+  float min, max;
 };
-
-float weighted_error(const float* x, const float* w, const uint8_t* L, float scale, float min) {
-  float err = 0.0f;
-  for (int i = 0; i < kSub; i++) {
-    float diff = scale * (float)L[i] + min - x[i];
-    err += w[i] * (diff * diff);
+MinMax block_min_max(const float* x) {
+  MinMax r{3.40282347e38f, -3.40282347e38f};  // FLT_MAX, -FLT_MAX
+  for (int j = 0; j < QK4_0; j++) {
+    if (x[j] < r.min) r.min = x[j];
+    if (x[j] > r.max) r.max = x[j];
   }
-  return err;
+  return r;
 }
 
-// One trial of make_qkx2_quants: grid with iscale, least-squares scale/min.
-// Returns false when the normal equations are singular (D <= 0).
-bool fit_trial(const float* x, const float* w, float iscale, float lo, float sum_w, float sum_x,
-               uint8_t* Laux, float* scale, float* min) {
-  float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
-  for (int i = 0; i < kSub; i++) {
-    int l = nearest_int(iscale * (x[i] - lo));
-    l = l < 0 ? 0 : (l > 15 ? 15 : l);
-    Laux[i] = (uint8_t)l;
-    sum_l += w[i] * (float)l;
-    sum_l2 += w[i] * (float)l * (float)l;
-    sum_xl += w[i] * (float)l * x[i];
-  }
-  float D = sum_w * sum_l2 - sum_l * sum_l;
-  if (!(D > 0.0f)) return false;
-  *scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-  *min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-  if (*min > 0.0f) {
-    *min = 0.0f;
-    *scale = sum_xl / sum_l2;
-  }
-  return true;
-}
-
-// make_qkx2_quants(32, 15, x, w, L, &min, Laux, rmin=-1, rdelta=0.1, nstep=20, mad=false)
-AffineFit fit_sub_block(const float* x, const float* w, uint8_t* L) {
-  float lo = x[0], hi = x[0], sum_w = w[0], sum_x = sum_w * x[0];
-  for (int i = 1; i < kSub; i++) {
-    if (x[i] < lo) lo = x[i];
-    if (x[i] > hi) hi = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (lo > 0.0f) lo = 0.0f;
-  if (hi == lo) {
-    for (int i = 0; i < kSub; i++) L[i] = 0;
-    return {0.0f, -lo};
-  }
-  float iscale = 15.0f / (hi - lo);
-  float scale = 1.0f / iscale;
-  for (int i = 0; i < kSub; i++) {
-    int l = nearest_int(iscale * (x[i] - lo));
-    L[i] = (uint8_t)(l < 0 ? 0 : (l > 15 ? 15 : l));
-  }
-  float best = weighted_error(x, w, L, scale, lo);
-  uint8_t Laux[kSub];
-  for (int is = 0; is <= 20; is++) {
-    float trial_iscale = (-1.0f + 0.1f * (float)is + 15.0f) / (hi - lo);
-    float s = 0.0f, m = 0.0f;
-    if (!fit_trial(x, w, trial_iscale, lo, sum_w, sum_x, Laux, &s, &m)) continue;
-    float err = weighted_error(x, w, Laux, s, m);
-    if (err < best) {
-      std::memcpy(L, Laux, kSub);
-      best = err;
-      scale = s;
-      lo = m;
+// The value of largest magnitude (the first one on ties), as Q4_0/Q5_0 pick it.
+float signed_abs_max(const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < QK4_0; j++)
+    if (amax < abs_f32(x[j])) {
+      amax = abs_f32(x[j]);
+      max = x[j];
     }
+  return max;
+}
+
+// The 5th bits of 32 levels, bit j for element j (little-endian u32 in qh).
+void store_qh(uint8_t* qh4, const uint8_t* lo, const uint8_t* hi) {
+  uint32_t qh = 0;
+  for (int j = 0; j < QK4_0 / 2; j++) {
+    qh |= ((lo[j] & 0x10u) >> 4) << j;
+    qh |= ((hi[j] & 0x10u) >> 4) << (j + QK4_0 / 2);
   }
-  return {scale, -lo};
+  std::memcpy(qh4, &qh, 4);
 }
-
-// Packs the 6-bit scale ls and min lm of sub-block j into the 12-byte table.
-void pack_scale_min(uint8_t* scales, int j, uint8_t ls, uint8_t lm) {
-  if (j < 4) {
-    scales[j] = ls;
-    scales[j + 4] = lm;
-  } else {
-    scales[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-    scales[j - 4] |= (uint8_t)((ls >> 4) << 6);
-    scales[j] |= (uint8_t)((lm >> 4) << 6);
-  }
-}
-
-void unpack_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
-uint8_t six_bits(float inv, float v) {
-  uint8_t l = (uint8_t)nearest_int(inv * v);
-  return l < 63 ? l : 63;
-}
-
-// Re-quantizes the values against the stored (6-bit, fp16) scales and mins.
-void requantize_q4_K(const float* x, const BlockQ4_K& blk, uint8_t* L) {
-  for (int j = 0; j < QK_K / kSub; j++) {
-    uint8_t sc, m;
-    unpack_scale_min(blk.scales, j, &sc, &m);
-    float d = fp16_to_f32(blk.d) * (float)sc;
-    if (d == 0.0f) continue;
-    float dm = fp16_to_f32(blk.dmin) * (float)m;
-    for (int i = 0; i < kSub; i++) {
-      int l = nearest_int((x[kSub * j + i] + dm) / d);
-      L[kSub * j + i] = (uint8_t)(l < 0 ? 0 : (l > 15 ? 15 : l));
-    }
-  }
-}
-
-void quantize_block_q4_K(const float* x, BlockQ4_K* blk) {
-  uint8_t L[QK_K];  // (256) 4-bit levels
-  float scales[QK_K / kSub], mins[QK_K / kSub];
-  float max_scale = 0.0f, max_min = 0.0f;
-  for (int j = 0; j < QK_K / kSub; j++) {
-    const float* xs = x + kSub * j;
-    float sum_x2 = 0.0f, w[kSub];
-    for (int l = 0; l < kSub; l++) sum_x2 += xs[l] * xs[l];
-    float av_x = num::sqrt_rn(sum_x2 / 32.0f);
-    for (int l = 0; l < kSub; l++) w[l] = av_x + abs_f32(xs[l]);
-    AffineFit fit = fit_sub_block(xs, w, L + kSub * j);
-    scales[j] = fit.scale;
-    mins[j] = fit.min;
-    if (fit.scale > max_scale) max_scale = fit.scale;
-    if (fit.min > max_min) max_min = fit.min;
-  }
-  float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-  float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
-  std::memset(blk->scales, 0, sizeof blk->scales);
-  for (int j = 0; j < QK_K / kSub; j++)
-    pack_scale_min(blk->scales, j, six_bits(inv_scale, scales[j]), six_bits(inv_min, mins[j]));
-  blk->d = f32_to_fp16(max_scale / 63.0f);
-  blk->dmin = f32_to_fp16(max_min / 63.0f);
-  requantize_q4_K(x, *blk, L);
-  for (int j = 0; j < QK_K; j += 64)
-    for (int l = 0; l < 32; l++) blk->qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
-}
-
 }  // namespace
 
-void quantize_row_q4_K(const float* x, int64_t n, uint8_t* dst) {
-  require_multiple(n, QK_K, "Q4_K");
-  for (int64_t b = 0; b < n / QK_K; b++) {
-    BlockQ4_K blk;
-    quantize_block_q4_K(x + b * QK_K, &blk);
-    std::memcpy(dst + b * sizeof(BlockQ4_K), &blk, sizeof blk);
+void quantize_row_q4_1(const float* x, int64_t n, uint8_t* dst) {
+  require_multiple(n, QK4_0, "Q4_1");
+  for (int64_t b = 0; b < n / QK4_0; b++, x += QK4_0, dst += sizeof(BlockQ4_1)) {
+    MinMax mm = block_min_max(x);
+    float d = (mm.max - mm.min) / 15.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(dst, d);
+    store_fp16(dst + 2, mm.min);
+    uint8_t* qs = dst + 4;
+    for (int j = 0; j < QK4_0 / 2; j++) {
+      int lo = (int8_t)((x[j] - mm.min) * id + 0.5f);
+      int hi = (int8_t)((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
+      lo = lo < 15 ? lo : 15;
+      hi = hi < 15 ? hi : 15;
+      qs[j] = (uint8_t)(lo | (hi << 4));
+    }
+  }
+}
+
+// ---- Q5_0: d = (signed value of largest magnitude) / -16, q = min(31, trunc(x/d + 16.5))
+void quantize_row_q5_0(const float* x, int64_t n, uint8_t* dst) {
+  require_multiple(n, QK4_0, "Q5_0");
+  for (int64_t b = 0; b < n / QK4_0; b++, x += QK4_0, dst += sizeof(BlockQ5_0)) {
+    float d = signed_abs_max(x) / -16.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(dst, d);
+    uint8_t lo[QK4_0 / 2], hi[QK4_0 / 2];
+    for (int j = 0; j < QK4_0 / 2; j++) {
+      int a = (int8_t)(x[j] * id + 16.5f);
+      int c = (int8_t)(x[j + QK4_0 / 2] * id + 16.5f);
+      lo[j] = (uint8_t)(a < 31 ? a : 31);
+      hi[j] = (uint8_t)(c < 31 ? c : 31);
+      dst[6 + j] = (uint8_t)((lo[j] & 0x0F) | ((hi[j] & 0x0F) << 4));
+    }
+    store_qh(dst + 2, lo, hi);
+  }
+}
+
+// ---- Q5_1: d = (max - min) / 31, m = min, q = trunc((x - min)/d + 0.5) -----------------
+void quantize_row_q5_1(const float* x, int64_t n, uint8_t* dst) {
+  require_multiple(n, QK4_0, "Q5_1");
+  for (int64_t b = 0; b < n / QK4_0; b++, x += QK4_0, dst += sizeof(BlockQ5_1)) {
+    MinMax mm = block_min_max(x);
+    float d = (mm.max - mm.min) / 31.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_fp16(dst, d);
+    store_fp16(dst + 2, mm.min);
+    uint8_t lo[QK4_0 / 2], hi[QK4_0 / 2];
+    for (int j = 0; j < QK4_0 / 2; j++) {
+      lo[j] = (uint8_t)((x[j] - mm.min) * id + 0.5f);
+      hi[j] = (uint8_t)((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
+      dst[8 + j] = (uint8_t)((lo[j] & 0x0F) | ((hi[j] & 0x0F) << 4));
+    }
+    store_qh(dst + 4, lo, hi);
+  }
+}
+
+// ---- F32 / F16 / BF16 rows: copy, or round to nearest even (ggml_fp32_to_fp16_row,
+// ggml_fp32_to_bf16_row_ref; NaN -> quiet NaN) ------------------------------------------
+void quantize_row_plain(DType t, const float* x, int64_t n, uint8_t* dst) {
+  if (t == DType::F32) {
+    std::memcpy(dst, x, (size_t)n * 4);
+    return;
+  }
+  for (int64_t j = 0; j < n; j++) {
+    uint16_t h = t == DType::F16 ? f32_to_fp16(x[j]) : num::f32_to_bf16(x[j]);
+    std::memcpy(dst + 2 * j, &h, 2);
   }
 }
 
@@ -289,19 +212,35 @@ void int8_row_roundtrip(float* x, int n) {
 
 // ---- dispatch -------------------------------------------------------------------------
 bool quantize_supported(DType t) {
-  return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::I8_ROW;
+  switch (t) {
+    case DType::F32: case DType::F16: case DType::BF16:
+    case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
+    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::I8_ROW:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void quantize_row(DType t, const float* src, int64_t n, uint8_t* dst) {
   switch (t) {
-    case DType::Q8_0: return quantize_row_q8_0(src, n, dst);
+    case DType::F32: case DType::F16: case DType::BF16: return quantize_row_plain(t, src, n, dst);
     case DType::Q4_0: return quantize_row_q4_0(src, n, dst);
+    case DType::Q4_1: return quantize_row_q4_1(src, n, dst);
+    case DType::Q5_0: return quantize_row_q5_0(src, n, dst);
+    case DType::Q5_1: return quantize_row_q5_1(src, n, dst);
+    case DType::Q8_0: return quantize_row_q8_0(src, n, dst);
+    case DType::Q2_K: return quantize_row_q2_K(src, n, dst);
+    case DType::Q3_K: return quantize_row_q3_K(src, n, dst);
     case DType::Q4_K: return quantize_row_q4_K(src, n, dst);
+    case DType::Q5_K: return quantize_row_q5_K(src, n, dst);
+    case DType::Q6_K: return quantize_row_q6_K(src, n, dst);
     case DType::I8_ROW: return quantize_row_i8_row(src, n, dst);
     default:
       throw InputError("<row>", "type",
                        std::string("cannot quantize to ") + dtype_name(t) +
-                           " (supported: Q8_0, Q4_0, Q4_K, I8_ROW)");
+                           " (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, I8_ROW)");
   }
 }
 

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "optimized/backend.h"
 #include "reference/errors.h"
 #include "reference/kv_cache.h"
 #include "reference/numerics.h"
@@ -40,7 +39,7 @@ struct DiffRun {
   int prompt_tokens = 0;
 };
 
-static DiffRun run_both(const LoadedModel& lm, const DiffOptions& o) {
+static DiffRun run_both(const DevicePipeline& dev, const LoadedModel& lm, const DiffOptions& o) {
   DiffRun r;
   r.tokens = lm.tokenizer.encode(o.prompt, true);
   r.prompt_tokens = (int)r.tokens.size();
@@ -48,21 +47,16 @@ static DiffRun run_both(const LoadedModel& lm, const DiffOptions& o) {
                 std::to_string(r.prompt_tokens + o.max_tokens) + " positions do not fit a context of " +
                     std::to_string(lm.model.config.seq_len) + " (raise --context or lower --max-tokens)");
   Trace tw = trace_recorder(r.want), tg = trace_recorder(r.got);
-  optimized::BackendOptions bo;
-  bo.trace = &tg;
-  bo.mode = parse_mode(o.mode);
-  optimized::Backend dev(lm.model, {1, 16, 0}, bo);
   KvCache kv(lm.model.config, {});
   ForwardOptions fo;
   fo.trace = &tw;
   std::vector<float> logits = forward(lm.model, kv, 0, r.tokens, fo);
-  dev.forward(0, r.tokens);
-  for (int step = 0; step < o.max_tokens; step++) {
+  for (int step = 0; step < o.max_tokens; step++) {  // greedy on the reference; the device is teacher-forced
     const int next = num::argmax_lowest(logits.data(), lm.model.config.vocab_size);
     r.tokens.push_back(next);
     logits = forward(lm.model, kv, 0, std::span<const int>(&next, 1), fo);
-    dev.forward(0, std::span<const int>(&next, 1));
   }
+  dev.trace(lm.model, r.tokens, r.prompt_tokens, parse_mode(o.mode), tg);
   return r;
 }
 
@@ -140,10 +134,11 @@ static void print_human(const nlohmann::json& j) {
 }
 
 int run_diff(const DiffOptions& o) {
-  require_input(require_backend(o.backend), o.backend, "--backend", "diff compares a device backend (cuda-emu or cuda) with the reference");
+  const DevicePipeline* dev = require_backend(o.backend);
+  require_input(dev != nullptr, o.backend, "--backend", "diff compares a device backend (cuda-emu or cuda) with the reference");
   parse_mode(o.mode);
   const LoadedModel lm = load_model_and_tokenizer(o.model);
-  const DiffRun r = run_both(lm, o);
+  const DiffRun r = run_both(*dev, lm, o);
   const TraceDiff d = compare_traces(r.want, r.got);
   const LogitsVerdict v = judge_logits(r, d);
   const bool structure_ok = d.structure_error.empty() && !d.entries.empty();

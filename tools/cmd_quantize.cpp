@@ -2,16 +2,19 @@
 // matrix quantized to Q8_0, Q4_0, Q4_K (byte-identical to llama-quantize's
 // reference quantizers) or the project's per-row int8 I8_ROW (docs/formats.md).
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "reference/errors.h"
 #include "reference/quant.h"
 #include "reference/quantize.h"
+#include "reference/sha256.h"
 #include "tools/commands.h"
 
 namespace oracle::tools {
 
 struct QuantizeArgs {
   std::string in, out, type;
+  bool json = false;
 };
 
 static DType parse_type(const std::string& name) {
@@ -23,8 +26,13 @@ static DType parse_type(const std::string& name) {
 static int run_quantize(const QuantizeArgs& a) {
   DType t = parse_type(a.type);
   QuantizeReport r = quantize_gguf(a.in, a.out, t);
-  std::printf("%s: %d matrices quantized to %s, %d tensors copied\n", a.out.c_str(), r.quantized,
-              dtype_name(t), r.kept);
+  if (a.json)
+    std::printf("%s\n", nlohmann::json{{"input", a.in}, {"output", a.out}, {"type", dtype_name(t)},
+                                       {"quantized", r.quantized}, {"copied", r.kept}, {"sha256", sha256_file(a.out)}}
+                             .dump().c_str());
+  else
+    std::printf("%s: %d matrices quantized to %s, %d tensors copied\n", a.out.c_str(), r.quantized,
+                dtype_name(t), r.kept);
   return kExitOk;
 }
 
@@ -34,6 +42,7 @@ Command setup_quantize(CLI::App& app) {
   sub->add_option("IN", args->in, "Input GGUF (F32, F16 or BF16 weights)")->required();
   sub->add_option("OUT", args->out, "Output GGUF")->required();
   sub->add_option("--type", args->type, "Q8_0, Q4_0, Q4_K or I8_ROW")->required();
+  sub->add_flag("--json", args->json, "Print one JSON object (with the output's SHA-256)");
   return {sub, [args] { return guarded("quantize", [args] { return run_quantize(*args); }); }};
 }
 

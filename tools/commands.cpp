@@ -12,6 +12,8 @@ Command setup_quantize(CLI::App& app);
 Command setup_replay(CLI::App& app);
 Command setup_golden(CLI::App& app);
 Command setup_diff(CLI::App& app);
+Command setup_completion(CLI::App& app);
+Command setup_perplexity(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -24,6 +26,8 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_replay(app),
       setup_golden(app),
       setup_diff(app),
+      setup_perplexity(app),
+      setup_completion(app),
   };
 }
 

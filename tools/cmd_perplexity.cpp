@@ -34,6 +34,7 @@ static int run_perplexity(PerplexityArgs a) {
   LoadedModel lm = load_model_and_tokenizer(a.model);
   lm.model.vocab = lm.tokenizer.vocab();
   a.options.greedy_prompts = 0;  // one model: no greedy agreement
+  a.options.threads = a.model.threads;  // chunks in parallel (changes no number)
   Progress progress("perplexity", 0, !a.quiet && !a.json);
   a.options.progress = [&progress](int done, int total) { progress.update(done, total); };
   const CertifyResult r = certify(lm.model, lm.model, corpus, a.options);

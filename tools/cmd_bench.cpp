@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/numerics.h"
-#include "reference/thread_pool.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "numerics/numerics.h"
+#include "reference/base/thread_pool.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
@@ -22,7 +22,7 @@
 namespace oracle::tools {
 
 struct BenchOptions {
-  ModelArgs model;
+  ModelOptions model;
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int probe_repeats = 3;
@@ -31,7 +31,7 @@ struct BenchOptions {
   bool json = false, quiet = false;
   CLI::Option* prompt_opt = nullptr;  // given explicitly? (else fitted to the context)
   CLI::Option* decode_opt = nullptr;
-  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
 };

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "reference/certify.h"
-#include "reference/certify_report.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "audit/certify.h"
+#include "audit/certify_report.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
@@ -24,10 +24,10 @@ extern char** environ;  // for posix_spawnp
 
 namespace oracle::tools {
 
-struct CertifyArgs {
+struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
   std::string tokenizer;  // --tokenizer: the reference's vocabulary (a llama2.c reference embeds none)
-  CertifyOptions options;
+  oracle::CertifyOptions options;
   bool no_progress = false, quiet = false, json = false, no_png = false;
 };
 
@@ -83,10 +83,10 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
   for (const std::string& p : paths) std::printf("wrote %s\n", p.c_str());
 }
 
-static int run_certify(CertifyArgs& a) {
+static int run_certify(CertifyOptions& a) {
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
-  ModelArgs ra;
+  ModelOptions ra;
   ra.model = a.reference;
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
@@ -125,7 +125,7 @@ static int run_certify(CertifyArgs& a) {
 }
 
 Command setup_certify(CLI::App& app) {
-  auto args = std::make_shared<CertifyArgs>();
+  auto args = std::make_shared<CertifyOptions>();
   auto* sub = app.add_subcommand("certify", "Certify a candidate (quantized) model against a reference");
   sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF, or a llama2.c .bin with --tokenizer)")->required();
   sub->add_option("--tokenizer,-z", args->tokenizer,

@@ -24,8 +24,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/generate.h"
+#include "reference/base/errors.h"
+#include "reference/generate/generate.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -173,7 +173,7 @@ static fs::path base_of(const json& r, const fs::path& shared, const fs::path& t
 }
 
 static LoadedModel load(const fs::path& base, const std::string& model, const std::string& tokenizer, int threads) {
-  ModelArgs a;
+  ModelOptions a;
   a.model = (base / model).string();
   require_input(fs::exists(a.model), a.model, "model",
                 "golden model not found (fixture paths are relative to the shared folder: pass --shared-dir DIR "

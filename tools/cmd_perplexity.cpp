@@ -1,30 +1,30 @@
 // oracle perplexity: one model's perplexity on a corpus, chunked like
 // llama-perplexity (docs/certify.md#perplexity).
 //   oracle perplexity -m MODEL -f CORPUS [-c CTX] [--protocol llamacpp|full] [--json]
-// The chunks and the statistics are certify's (reference/certify.h) with the
+// The chunks and the statistics are certify's (audit/certify.h) with the
 // model as its own candidate, so the numbers equal certify's "PPL reference".
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "reference/certify.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "audit/certify.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
 
 namespace oracle::tools {
 
-struct PerplexityArgs {
-  ModelArgs model;
+struct PerplexityOptions {
+  ModelOptions model;
   std::string corpus;
   CertifyOptions options;
   bool json = false, quiet = false;
 };
 
-static int run_perplexity(PerplexityArgs a) {
+static int run_perplexity(PerplexityOptions a) {
   std::ifstream in(a.corpus, std::ios::binary);
   require_input(in.good(), a.corpus, "--corpus", "cannot open the corpus");
   std::stringstream ss;
@@ -55,7 +55,7 @@ static int run_perplexity(PerplexityArgs a) {
 }
 
 Command setup_perplexity(CLI::App& app) {
-  auto a = std::make_shared<PerplexityArgs>();
+  auto a = std::make_shared<PerplexityOptions>();
   auto* sub = app.add_subcommand("perplexity", "Perplexity of one model on a corpus (llama-perplexity's chunks)");
   a->options.protocol = "llamacpp";
   add_model_options(sub, a->model);

@@ -4,15 +4,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/quant.h"
-#include "reference/quantize.h"
-#include "reference/sha256.h"
+#include "reference/base/errors.h"
+#include "reference/model/quant.h"
+#include "audit/quantize_gguf.h"
+#include "reference/model/quantize_rows.h"
+#include "reference/base/sha256.h"
 #include "tools/commands.h"
 
 namespace oracle::tools {
 
-struct QuantizeArgs {
+struct QuantizeOptions {
   std::string in, out, type;
   bool json = false;
 };
@@ -23,7 +24,7 @@ static DType parse_type(const std::string& name) {
   throw InputError("--type", "type", "unknown type '" + name + "' (Q8_0, Q4_0, Q4_K, I8_ROW)");
 }
 
-static int run_quantize(const QuantizeArgs& a) {
+static int run_quantize(const QuantizeOptions& a) {
   DType t = parse_type(a.type);
   QuantizeReport r = quantize_gguf(a.in, a.out, t);
   if (a.json)
@@ -37,7 +38,7 @@ static int run_quantize(const QuantizeArgs& a) {
 }
 
 Command setup_quantize(CLI::App& app) {
-  auto args = std::make_shared<QuantizeArgs>();
+  auto args = std::make_shared<QuantizeOptions>();
   auto* sub = app.add_subcommand("quantize", "Quantize a GGUF model (Q8_0, Q4_0, Q4_K, I8_ROW)");
   sub->add_option("IN", args->in, "Input GGUF (F32, F16 or BF16 weights)")->required();
   sub->add_option("OUT", args->out, "Output GGUF")->required();

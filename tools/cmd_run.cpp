@@ -1,5 +1,5 @@
 // oracle run: generate text from a prompt with the bit-exact CPU reference, a
-// thin layer over reference/generate.h (docs/cli.md#run).
+// thin layer over reference/generate/generate.h (docs/cli.md#run).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -7,9 +7,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/generate.h"
-#include "reference/replay_log.h"
+#include "reference/base/errors.h"
+#include "reference/generate/generate.h"
+#include "audit/replay_log.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -21,17 +21,17 @@
 namespace oracle::tools {
 
 struct RunOptions {
-  ModelArgs model;
+  ModelOptions model;
   std::string prompt = "Once upon a time";
   std::string file;  // --file F / -f F: the prompt from a file, "-" = stdin (verbatim, like llama.cpp's -f)
   bool echo = false;   // print the prompt before the generated text
   bool quiet = false;  // no timing line / notes on stderr
-  SamplerArgs sampler; // --preset and the sampler options (tools/sampler_args.h)
+  SamplerOptions sampler; // --preset and the sampler options (tools/sampler_args.h)
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
-  std::string log;  // --log F.jsonl: append the sampling tuple (reference/replay_log.h)
-  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  std::string log;  // --log F.jsonl: append the sampling tuple (audit/replay_log.h)
+  DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
   std::string kv = "contiguous";      // --kv contiguous|paged (changes no bit)

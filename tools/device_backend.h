@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "reference/forward.h"
-#include "reference/model.h"
+#include "reference/compute/forward.h"
+#include "reference/model/model.h"
 
 namespace oracle::tools {
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "optimized/backend.h"
-#include "reference/numerics.h"
-#include "reference/sha256.h"
+#include "numerics/numerics.h"
+#include "reference/base/sha256.h"
 #include "tools/bench_support.h"
 #include "tools/device_backend.h"
 

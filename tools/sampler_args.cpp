@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle::tools {
 
@@ -24,7 +24,7 @@ SamplerConfig preset_defaults(const std::string& name, bool do_sample) {
 }
 
 template <typename T>
-static void add(CLI::App* sub, SamplerArgs& a, const std::string& name, T SamplerConfig::*field,
+static void add(CLI::App* sub, SamplerOptions& a, const std::string& name, T SamplerConfig::*field,
                 const std::string& help) {
   CLI::Option* o = sub->add_option(name, a.given.*field, help);
   // The help shows the value without --preset (a preset changes it: docs/sampling.md).
@@ -36,7 +36,7 @@ static void add(CLI::App* sub, SamplerArgs& a, const std::string& name, T Sample
   a.options.push_back({o, [field](SamplerConfig& out, const SamplerConfig& given) { out.*field = given.*field; }});
 }
 
-void add_sampler_options(CLI::App* sub, SamplerArgs& a) {
+void add_sampler_options(CLI::App* sub, SamplerOptions& a) {
   sub->add_option("--preset", a.preset,
                   "llamacpp or hf: that engine's defaults and semantics; llamacpp-semantics or "
                   "hf-semantics: its semantics, every filter off (default: llamacpp-semantics, greedy)");
@@ -52,7 +52,7 @@ void add_sampler_options(CLI::App* sub, SamplerArgs& a) {
   sub->add_flag("--do-sample", a.do_sample, "With --preset hf: sample instead of greedy (HF do_sample=True)");
 }
 
-SamplerConfig resolve_sampler(const SamplerArgs& a) {
+SamplerConfig resolve_sampler(const SamplerOptions& a) {
   bool temperature_given = false;
   for (const auto& [opt, apply] : a.options)
     if (opt->count() > 0 && opt->get_name() == "--temperature") temperature_given = true;

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "reference/sampler.h"
+#include "reference/sampling/sampler.h"
 
 namespace oracle::tools {
 
-struct SamplerArgs {
+struct SamplerOptions {
   std::string preset;    // "" = llamacpp-semantics with temperature 0
   bool do_sample = false;
   SamplerConfig given;   // the values of the options below, as parsed
@@ -33,11 +33,11 @@ struct SamplerArgs {
 
 // --preset, --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
 // --frequency-penalty, --presence-penalty, --penalty-window, --seed, --do-sample.
-void add_sampler_options(CLI::App* sub, SamplerArgs& args);
+void add_sampler_options(CLI::App* sub, SamplerOptions& args);
 
 // The preset's values with every option given on the command line on top.
 // InputError("--preset") for an unknown preset name.
-SamplerConfig resolve_sampler(const SamplerArgs& args);
+SamplerConfig resolve_sampler(const SamplerOptions& args);
 
 // What a preset name sets before any option (exposed for tests and docs).
 SamplerConfig preset_defaults(const std::string& name, bool do_sample);

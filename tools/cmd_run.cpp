@@ -121,7 +121,6 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   j["kv"] = kv_json(o, r);
   const std::string detail = finish_detail(lm, o, r);
   if (detail == "context") j["finish_reason"] = j["stop_detail"] = "context";
-  j["timing"] = {{"prompt_eval_ms", r.prefill_seconds * 1e3}, {"eval_ms", r.decode_seconds * 1e3}};
   return j;
 }
 

@@ -46,7 +46,7 @@ ran=0 skipped=0
 for b in "$WORK"/blocks/*.sh; do
   line=$(sed -n 1p "${b%.sh}.meta"); note=$(sed -n 2p "${b%.sh}.meta")
   case $note in
-    skip*) echo "SKIP $DOC:$line (${note#skip })"; skipped=$((skipped + 1)); continue ;;
+    skip*) echo "SKIP $DOC:$line: ${note#skip }"; skipped=$((skipped + 1)); continue ;;
   esac
   want=0; [[ $note == exit* ]] && want=${note#exit }
   set +e

@@ -1,12 +1,14 @@
 // Certificate writers: JSON, Markdown, SVG (see certify_report.h).
 #include "audit/certify_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "reference/base/errors.h"
-#include "audit/svg_plot.h"
+#include "audit/certify_figures.h"
+#include "audit/certify_stats.h"
 
 namespace oracle {
 namespace {
@@ -71,14 +73,70 @@ std::string pm(const MeanSe& m, bool percent = false) {
   return percent ? pct(m.mean) + " ± " + pct(m.se) : num6(m.mean) + " ± " + num6(m.se);
 }
 
+// Temp file then rename: a reader never sees half a certificate file.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  require_input(out.good(), path, "output", "cannot write the file");
-  out << text;
-  require_input(out.good(), path, "output", "write failed");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    require_input(out.good(), path, "output", "cannot write the file");
+    out << text;
+    out.close();
+    require_input(!out.fail(), path, "output", "write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  require_input(!ec, path, "output", "cannot rename the temporary file: " + ec.message());
 }
 
 }  // namespace
+
+// ---- llama-perplexity's statistics block ------------------------------------------------------
+std::string llama_perplexity_block(const CertifyResult& r) {
+  const Summary& s = r.summary;
+  const PerplexityStats& p = s.perplexity;
+  std::vector<double> kld, dp;
+  for (const TokenRecord& t : r.records) kld.push_back(t.kld), dp.push_back(t.dp_next);
+  std::sort(kld.begin(), kld.end());
+  std::sort(dp.begin(), dp.end());
+  std::string o;
+  char b[160];
+  auto add = [&](const char* f, double a, double c = 0.0) {
+    std::snprintf(b, sizeof b, f, a, c);
+    o += b;
+  };
+  o += "====== Perplexity statistics ======\n";
+  add("Mean PPL(Q)                   : %10.6lf ± %10.6lf\n", p.ppl_cand.mean, p.ppl_cand.se);
+  add("Mean PPL(base)                : %10.6lf ± %10.6lf\n", p.ppl_ref.mean, p.ppl_ref.se);
+  add("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2lf%%\n", 100.0 * p.correlation);
+  add("Mean ln(PPL(Q)/PPL(base))     : %10.6lf ± %10.6lf\n", p.ln_ratio.mean, p.ln_ratio.se);
+  add("Mean PPL(Q)/PPL(base)         : %10.6lf ± %10.6lf\n", p.ratio.mean, p.ratio.se);
+  add("Mean PPL(Q)-PPL(base)         : %10.6lf ± %10.6lf\n", p.difference.mean, p.difference.se);
+  o += "\n====== KL divergence statistics ======\n";
+  if (kld.empty()) return o + "(no tokens scored)\n";
+  add("Mean    KLD: %10.6lf ± %10.6lf\n", s.kld.mean, s.kld.se);
+  add("Maximum KLD: %10.6f\n", kld.back());
+  const std::pair<const char*, double> kl[] = {{"99.9%%   KLD: %10.6f\n", 0.999}, {"99.0%%   KLD: %10.6f\n", 0.99},
+                                               {"95.0%%   KLD: %10.6f\n", 0.95},  {"90.0%%   KLD: %10.6f\n", 0.9},
+                                               {"Median  KLD: %10.6f\n", 0.5},    {"10.0%%   KLD: %10.6f\n", 0.1},
+                                               {" 5.0%%   KLD: %10.6f\n", 0.05},  {" 1.0%%   KLD: %10.6f\n", 0.01},
+                                               {" 0.1%%   KLD: %10.6f\n", 0.001}};
+  for (const auto& [f, q] : kl) add(f, percentile_sorted(kld, q));
+  add("Minimum KLD: %10.6f\n", kld.front());
+  o += "\n====== Token probability statistics ======\n";
+  add("Mean    Δp: %6.3lf ± %5.3lf %%\n", 100.0 * s.dp_next.mean, 100.0 * s.dp_next.se);
+  add("Maximum Δp: %6.3lf%%\n", 100.0 * dp.back());
+  const std::pair<const char*, double> dl[] = {{"99.9%%   Δp: %6.3lf%%\n", 0.999}, {"99.0%%   Δp: %6.3lf%%\n", 0.99},
+                                               {"95.0%%   Δp: %6.3lf%%\n", 0.95},  {"90.0%%   Δp: %6.3lf%%\n", 0.9},
+                                               {"75.0%%   Δp: %6.3lf%%\n", 0.75},  {"Median  Δp: %6.3lf%%\n", 0.5},
+                                               {"25.0%%   Δp: %6.3lf%%\n", 0.25},  {"10.0%%   Δp: %6.3lf%%\n", 0.1},
+                                               {" 5.0%%   Δp: %6.3lf%%\n", 0.05},  {" 1.0%%   Δp: %6.3lf%%\n", 0.01},
+                                               {" 0.1%%   Δp: %6.3lf%%\n", 0.001}};
+  for (const auto& [f, q] : dl) add(f, 100.0 * percentile_sorted(dp, q));
+  add("Minimum Δp: %6.3lf%%\n", 100.0 * dp.front());
+  add("RMS Δp    : %6.3lf ± %5.3lf %%\n", 100.0 * s.rms_dp_next.mean, 100.0 * s.rms_dp_next.se);
+  add("Same top p: %6.3lf ± %5.3lf %%\n", 100.0 * s.same_top.mean, 100.0 * s.same_top.se);
+  return o;
+}
 
 bool all_pass(const std::vector<ThresholdCheck>& checks) {
   for (const ThresholdCheck& c : checks)
@@ -145,7 +203,10 @@ std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& 
                 r.greedy.steps, r.greedy.prompts, r.greedy.mean_first_divergence, r.greedy.median_first_divergence);
   m += g;
   m += "| greedy: identical continuations | " + pct(r.greedy.fraction_identical) + " |\n\n";
-  m += "![KLD histogram](kld_histogram.svg)\n![KLD by position](kld_by_position.svg)\n";
+  m += "\n## llama-perplexity statistics\n\nThe same numbers in `llama-perplexity --kl-divergence`'s layout (Q = candidate, base = reference):\n\n```text\n" +
+       llama_perplexity_block(r) + "```\n\n## Figures\n\n![Certificate summary](certificate.svg)\n\n"
+       "Separately: [KLD CDF](kld_cdf.svg), [Δp](delta_p.svg), [same top-1 by position](same_top_by_position.svg), "
+       "[KLD by position](kld_by_position.svg).\n";
   return m;
 }
 
@@ -156,20 +217,16 @@ std::vector<std::string> write_certificate(const std::string& dir, const Certify
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   require_input(!ec, dir, "output", "cannot create the directory: " + ec.message());
-  std::vector<double> kld;
-  for (const TokenRecord& t : r.records) kld.push_back(t.kld);
-  double hi = 0.0;
-  for (double v : kld) hi = std::max(hi, v);
-  std::vector<double> pos;
-  for (size_t i = 0; i < r.summary.kld_by_position.size(); i++) pos.push_back((double)i);
-  std::vector<std::string> paths = {dir + "/certificate.json", dir + "/certificate.md",
-                                    dir + "/kld_histogram.svg", dir + "/kld_by_position.svg"};
+  std::vector<std::string> paths = {dir + "/certificate.json", dir + "/certificate.md", dir + "/certificate.svg",
+                                    dir + "/kld_cdf.svg", dir + "/delta_p.svg", dir + "/same_top_by_position.svg",
+                                    dir + "/kld_by_position.svg"};
   write_file(paths[0], certificate_json(r, info, checks).dump(2) + "\n");
   write_file(paths[1], certificate_markdown(r, info, checks));
-  write_file(paths[2], svg_histogram(kld, 60, 0.0, hi, {"Per-token KL divergence", "KLD (nats)",
-                                                          "tokens (log10(1 + count))"}, true));
-  write_file(paths[3], svg_line_plot(pos, r.summary.kld_by_position,
-                                     {"Mean KL divergence by position", "position in chunk", "mean KLD (nats)"}));
+  write_file(paths[2], svg_certificate_summary(r, info, checks));
+  write_file(paths[3], svg_kld_cdf(r, checks));
+  write_file(paths[4], svg_delta_p(r));
+  write_file(paths[5], svg_same_top_by_position(r, checks));
+  write_file(paths[6], svg_kld_by_position(r));
   return paths;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // ============================================================================
 // Writing a certificate: JSON (every statistic, hashes, protocol, verdicts),
-// a Markdown summary, and two SVG plots (KLD histogram, mean KLD by position).
+// a Markdown summary, and SVG figures (audit/certify_figures.h).
 // ============================================================================
 #include <string>
 #include <vector>
@@ -26,7 +26,14 @@ nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& i
 std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& info,
                                  const std::vector<ThresholdCheck>& checks);
 
-// Writes <dir>/certificate.json, certificate.md, kld_histogram.svg, kld_by_position.svg.
+// llama-perplexity --kl-divergence's three statistics blocks (perplexity, KL
+// divergence, token probability), same labels, order and printf formats
+// (tools/perplexity/perplexity.cpp of the vendored llama.cpp); Q = candidate.
+std::string llama_perplexity_block(const CertifyResult& r);
+
+// Writes <dir>/certificate.json, certificate.md, certificate.svg (the summary
+// page) and kld_cdf.svg, delta_p.svg, same_top_by_position.svg,
+// kld_by_position.svg (certify_figures.h), each atomically.
 // Returns the paths written. InputError(dir, "output", ...) when a file cannot be written.
 std::vector<std::string> write_certificate(const std::string& dir, const CertifyResult& r,
                                            const CertificateInfo& info,

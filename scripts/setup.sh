@@ -3,7 +3,8 @@
 # cross-check tests use (PyPI, never a product dependency). Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev catch2 librapidcheck-dev libcli11-dev
-      libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip)
+      libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip
+      librsvg2-bin)  # rsvg-convert: certificate PNGs (optional at run time: SVG is always written)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

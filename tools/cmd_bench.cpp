@@ -1,7 +1,11 @@
 // oracle bench: prefill / decode speed of the CPU reference on one model, with
 // the KV cache and process memory, and a same-run memory-bandwidth baseline
-// (docs/cli.md#bench, docs/performance.md).
+// (docs/cli.md#bench, docs/performance.md). -r N repeats the measurement and
+// reports mean ± standard deviation, in llama-bench's table (pp/tg rows) or JSON.
+// Without --prompt-tokens / --decode-tokens the run fits itself to the context.
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
@@ -12,6 +16,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/progress.h"
 #include "tools/spec_args.h"
 
 namespace oracle::tools {
@@ -21,7 +26,11 @@ struct BenchOptions {
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int probe_repeats = 3;
-  bool json = false;
+  int repetitions = 5;               // -r N: measurements averaged (llama-bench's default)
+  std::string output = "md";         // -o md|json (llama-bench); --json = -o json
+  bool json = false, quiet = false;
+  CLI::Option* prompt_opt = nullptr;  // given explicitly? (else fitted to the context)
+  CLI::Option* decode_opt = nullptr;
   DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
@@ -46,6 +55,7 @@ static int greedy(const std::vector<float>& logits) {
 
 static BenchTimes time_generation(const Model& m, KvCache& kv, const BenchOptions& o,
                                   ThreadPool& pool) {
+  kv.truncate(0, 0);  // every repetition starts from an empty cache
   ForwardOptions fo;
   fo.threads = o.model.threads;
   fo.pool = &pool;
@@ -103,44 +113,150 @@ static nlohmann::json bench_json(const Model& m, const BenchOptions& o, const Be
   };
 }
 
+// ---- repetitions --------------------------------------------------------------------------
+struct MeanSd {
+  double mean = 0.0, sd = 0.0;  // sd: sample standard deviation (n - 1), 0 for one sample
+};
+static MeanSd mean_sd(const std::vector<double>& v) {
+  MeanSd r;
+  for (double x : v) r.mean += x / (double)v.size();
+  double ss = 0.0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.sd = v.size() > 1 ? std::sqrt(ss / (double)(v.size() - 1)) : 0.0;
+  return r;
+}
+
+// Without explicit token counts: llama-bench's pp128 / tg128 when they fit,
+// else half the context each (a 128-token model gets pp64 + tg64).
+static void fit_to_context(BenchOptions& o, int context) {
+  const bool given = o.prompt_opt->count() > 0 || o.decode_opt->count() > 0;
+  if (given || o.prompt_tokens + o.decode_tokens <= context) return;
+  o.prompt_tokens = std::max(1, context / 2);
+  o.decode_tokens = std::max(1, context - o.prompt_tokens);
+}
+
+static nlohmann::json stats_json(const std::vector<double>& pp, const std::vector<double>& tg) {
+  const MeanSd p = mean_sd(pp), t = mean_sd(tg);
+  return {{"prefill_tok_s", p.mean}, {"prefill_tok_s_sd", p.sd}, {"decode_tok_s", t.mean}, {"decode_tok_s_sd", t.sd},
+          {"samples", {{"prefill_tok_s", pp}, {"decode_tok_s", tg}}}};
+}
+
+static double n_params(const Model& m) {
+  double n = 0;
+  for (const TensorInfo& t : m.tensors) {
+    double e = 1;
+    for (auto d : t.shape) e *= (double)d;
+    n += e;
+  }
+  return n;
+}
+
+// ---- llama-bench's markdown table -------------------------------------------------------------
+static std::string size_text(double bytes) {
+  char buf[32];
+  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024));
+  return buf;
+}
+
+static void print_table(const nlohmann::json& j, const Model& m, const std::string& backend) {
+  const std::string name = m.path.empty() ? "embedded (synth tiny)" : std::filesystem::path(m.path).filename().string();
+  char ppn[32], tgn[32], pps[64], tgs[64], par[32];
+  std::snprintf(ppn, sizeof ppn, "pp%d", j["prefill_tokens"].get<int>());
+  std::snprintf(tgn, sizeof tgn, "tg%d", j["decode_tokens"].get<int>());
+  std::snprintf(pps, sizeof pps, "%.2f ± %.2f", j["prefill_tok_s"].get<double>(), j["prefill_tok_s_sd"].get<double>());
+  std::snprintf(tgs, sizeof tgs, "%.2f ± %.2f", j["decode_tok_s"].get<double>(), j["decode_tok_s_sd"].get<double>());
+  std::snprintf(par, sizeof par, "%.2f M", n_params(m) / 1e6);
+  const std::string size = size_text(j.value("weight_bytes", 0.0));
+  std::printf("| %-24s | %10s | %9s | %-9s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
+              "test", "t/s");
+  std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
+              std::string(8, '-').c_str(), std::string(9, '-').c_str(), std::string(6, '-').c_str(),
+              std::string(5, '-').c_str(), std::string(19, '-').c_str());
+  for (int row = 0; row < 2; row++)
+    std::printf("| %-24s | %10s | %9s | %-9s | %7d | %6s | %21s |\n", name.c_str(), size.c_str(), par, backend.c_str(),
+                j["threads"].get<int>(), row == 0 ? ppn : tgn, row == 0 ? pps : tgs);
+  std::printf("\n%d repetition(s), context %d.\n", j["repetitions"].get<int>(), j["context"].get<int>());
+}
+
 static void print_human(const nlohmann::json& j) {
-  std::printf("model %s, %d thread(s)\n", j["model"].get<std::string>().c_str(), j["threads"].get<int>());
-  std::printf("prefill %d tokens: %.1f tok/s, time to first token %.2f ms\n",
-              j["prefill_tokens"].get<int>(), j["prefill_tok_s"].get<double>(), j["ttft_ms"].get<double>());
-  std::printf("decode %d tokens: %.1f tok/s, %.3f ms per token (%.0f%% of a plain weight read)\n",
-              j["decode_tokens"].get<int>(), j["decode_tok_s"].get<double>(), j["tpot_ms"].get<double>(),
-              100.0 * j["decode_bandwidth_ratio"].get<double>());
+  std::printf("time to first token %.2f ms, %.3f ms per decoded token (%.0f%% of a plain weight read)\n",
+              j["ttft_ms"].get<double>(), j["tpot_ms"].get<double>(), 100.0 * j["decode_bandwidth_ratio"].get<double>());
   std::printf("KV cache %llu bytes (formula %llu); peak RSS %llu bytes (file-backed %llu, anon %llu)\n",
               j["kv_bytes_allocated"].get<unsigned long long>(), j["kv_bytes_formula"].get<unsigned long long>(),
               j["peak_rss_bytes"].get<unsigned long long>(), j["rss_file_backed"].get<unsigned long long>(),
               j["rss_anon"].get<unsigned long long>());
 }
 
-int run_bench(const BenchOptions& o) {
+static bool json_output(const BenchOptions& o) { return o.json || o.output == "json"; }
+
+static void print_report(const nlohmann::json& j, const Model& m, const BenchOptions& o) {
+  if (json_output(o)) {
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  print_table(j, m, o.backend);
+  if (o.backend == "reference") print_human(j);
+}
+
+static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOptions& o) {
+  require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
+  Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
+  std::vector<double> pp, tg;
+  nlohmann::json j;
+  for (int r = 0; r < o.repetitions; r++) {
+    j = dev.bench(m, parse_mode(o.mode), o.prompt_tokens, o.decode_tokens);
+    pp.push_back(j["prefill_tok_s"].get<double>());
+    tg.push_back(j["decode_tok_s"].get<double>());
+    progress.update(r + 1);
+  }
+  progress.finish();
+  j.update(stats_json(pp, tg));
+  j["backend"] = o.backend;
+  j["threads"] = o.model.threads;
+  j["repetitions"] = o.repetitions;
+  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
+  j["weight_bytes"] = j["decode_weight_bytes"];
+  j["params"] = n_params(m);
+  print_report(j, m, o);
+  return kExitOk;
+}
+
+int run_bench(BenchOptions o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
+  fit_to_context(o, m.config.seq_len);
   require_input(o.prompt_tokens + o.decode_tokens <= m.config.seq_len, m.path, "context_length",
                 std::to_string(o.prompt_tokens + o.decode_tokens) + " positions do not fit a context of " +
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
-  if (require_backend(o.backend)) {  // device pipeline: speed and achieved bandwidth only
-    require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
-    const nlohmann::json j = device_bench(m, o.backend, parse_mode(o.mode), o.prompt_tokens, o.decode_tokens);
-    if (o.json) std::printf("%s\n", j.dump().c_str());
-    else std::printf("%s %s: prefill %.1f tok/s, decode %.1f tok/s (%.3g GB/s of weights)\n", o.backend.c_str(),
-                     o.mode.c_str(), j["prefill_tok_s"].get<double>(), j["decode_tok_s"].get<double>(),
-                     j["decode_weight_bytes_s"].get<double>() / 1e9);
-    return kExitOk;
-  }
+  require_input(o.output == "md" || o.output == "json", o.output, "--output", "want md or json");
+  if (const DevicePipeline* dev = require_backend(o.backend)) return bench_device(*dev, m, o);
   KvCache kv(m.config, KvCacheOptions{});
   ThreadPool pool(o.model.threads);
-  const BenchTimes t = time_generation(m, kv, o, pool);
+  Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
+  std::vector<double> pp, tg;
+  BenchTimes t;
+  for (int r = 0; r < o.repetitions; r++) {
+    t = time_generation(m, kv, o, pool);
+    pp.push_back(o.prompt_tokens / t.prefill_s);
+    tg.push_back(o.decode_tokens / t.decode_s);
+    progress.update(r + 1);
+  }
+  progress.finish();
   const ProbeResult probe = probe_weights(m, o.probe_repeats);
   nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  // Speeds: the mean over the repetitions (bench_json has the last one); the rest follows from them.
+  j.update(stats_json(pp, tg));
+  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
+  j["decode_weight_bytes_s"] = j["decode_tok_s"].get<double>() * j["weight_bytes"].get<double>();
+  j["decode_bandwidth_ratio"] = probe.bytes_per_s > 0 ? j["decode_weight_bytes_s"].get<double>() / probe.bytes_per_s : 0.0;
+  j["repetitions"] = o.repetitions;
+  j["backend"] = "reference";
+  j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
     j.update(bench_speculative(m, o.spec, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens, o.model.threads));
-  if (o.json) std::printf("%s\n", j.dump().c_str());
-  else print_human(j);
-  if (!o.json && speculative_enabled(o.spec)) print_speculative_bench(j);
+  print_report(j, m, o);
+  if (!json_output(o) && speculative_enabled(o.spec)) print_speculative_bench(j);
   return kExitOk;
 }
 
@@ -148,10 +264,15 @@ Command setup_bench(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "Measure prefill/decode speed, KV cache and memory");
   add_model_options(sub, opts->model);
-  sub->add_option("--prompt-tokens", opts->prompt_tokens, "Tokens prefilled in one forward call")
+  opts->prompt_opt = sub->add_option("--prompt-tokens", opts->prompt_tokens,
+                                     "Tokens prefilled in one forward call (default 128, or half a smaller context)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--decode-tokens", opts->decode_tokens, "Tokens decoded one at a time")
+  opts->decode_opt = sub->add_option("--decode-tokens", opts->decode_tokens,
+                                     "Tokens decoded one at a time (default 128, or the rest of a smaller context)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--repetitions", opts->repetitions, "Measurements averaged (mean ± sd)")->check(CLI::Range(1, 1000));
+  sub->add_option("--output", opts->output, "md (llama-bench's table) or json");
+  sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
   sub->add_option("--probe-repeats", opts->probe_repeats, "Passes of the bandwidth probe (best taken)")
       ->check(CLI::Range(1, 100));
   sub->add_flag("--json", opts->json, "Print one JSON object");

@@ -2,9 +2,12 @@
 // on a corpus — KLD, Δp, same top-1, perplexity, greedy agreement — written as
 // a certificate (JSON + Markdown + SVG) with PASS/FAIL per threshold
 // (docs/certify.md).
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -14,17 +17,44 @@
 #include "reference/base/sha256.h"
 #include "tools/certify_kld_cli.h"
 #include "tools/commands.h"
+#include "tools/model_args.h"
+#include "tools/progress.h"
 #include "tools/version.h"
+
+extern char** environ;  // for posix_spawnp
 
 namespace oracle::tools {
 
 struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
+  std::string tokenizer;  // --tokenizer: the reference's vocabulary (a llama2.c reference embeds none)
   oracle::CertifyOptions options;
-  bool progress = true;
   KldCliArgs kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
+  bool no_progress = false, quiet = false, json = false, no_png = false;
 };
+
+// certificate.svg -> certificate.png with rsvg-convert (librsvg2-bin) when it
+// is installed; "" when written, else why not. Written to a temp name, renamed.
+static std::string render_png(const std::string& svg, const std::string& png) {
+  const std::string tmp = png + ".tmp";
+  std::vector<std::string> argv_s = {"rsvg-convert", "--format", "png", "--background-color", "white", "--output", tmp, svg};
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, "rsvg-convert", nullptr, nullptr, argv.data(), environ) != 0)
+    return "rsvg-convert not found (apt install librsvg2-bin)";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::error_code ec;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::filesystem::remove(tmp, ec);
+    return "rsvg-convert failed";
+  }
+  std::filesystem::rename(tmp, png, ec);
+  return ec ? "cannot rename " + tmp : "";
+}
 
 static std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -32,16 +62,6 @@ static std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// A one-line progress bar on stderr, only when stderr is a terminal.
-static void progress_bar(int done, int total) {
-  const int width = 40;
-  int filled = total > 0 ? done * width / total : width;
-  std::fprintf(stderr, "\r[%.*s%*s] %d/%d", filled, "########################################",
-               width - filled, "", done, total);
-  if (done == total) std::fprintf(stderr, "\n");
-  std::fflush(stderr);
 }
 
 static void print_summary(const CertifyResult& r, const std::vector<ThresholdCheck>& checks,
@@ -61,9 +81,11 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
                 r.greedy.steps);
   else
     std::printf("greedy          not computed (no reference or no candidate model)\n");
+  std::printf("\n%s\n", llama_perplexity_block(r).c_str());
   for (const ThresholdCheck& c : checks)
     std::printf("%-4s %s %s %g (value %g)\n", c.pass ? "PASS" : "FAIL", c.threshold.metric.c_str(),
                 c.threshold.at_most ? "<=" : ">=", c.threshold.limit, c.value);
+  std::printf("verdict: %s\n", all_pass(checks) ? "PASS" : "FAIL");
   for (const std::string& p : paths) std::printf("wrote %s\n", p.c_str());
 }
 
@@ -73,23 +95,47 @@ static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const
   if (!a.thresholds.empty()) t = load_thresholds(a.thresholds, t);
   std::vector<ThresholdCheck> checks = check_thresholds(r, t);
   std::vector<std::string> paths = write_certificate(a.out, r, info, checks);
-  print_summary(r, checks, paths);
+  std::string png_note = "--no-png";
+  if (!a.no_png) {
+    png_note = render_png(a.out + "/certificate.svg", a.out + "/certificate.png");
+    if (png_note.empty()) paths.push_back(a.out + "/certificate.png");
+  }
+  if (a.json) {
+    nlohmann::json j = certificate_json(r, info, checks);
+    j["files"] = paths;
+    if (!png_note.empty()) j["png_skipped"] = png_note;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    print_summary(r, checks, paths);
+    if (!a.no_png && !png_note.empty()) std::printf("certificate.png not written: %s\n", png_note.c_str());
+  }
   return all_pass(checks) ? kExitOk : kExitCheckFailed;
 }
 
 static int run_certify(CertifyOptions& a) {
-  if (a.progress && isatty(2)) a.options.progress = progress_bar;
+  Progress progress("certify", 0, !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
+  a.options.progress = [&progress](int done, int total) { progress.update(done, total); };
   if (kld_requested(a.kld))
     return run_certify_kld(a.kld, a.reference, a.candidate, a.corpus, a.options, a.ctx_given,
-                           [&a](const CertifyResult& r, const CertificateInfo& info) { return finish_certify(a, r, info); });
+                           [&](const CertifyResult& r, const CertificateInfo& info) {
+                             progress.finish();
+                             return finish_certify(a, r, info);
+                           });
   require_input(!a.reference.empty() && !a.candidate.empty() && !a.corpus.empty(), "--reference", "option",
                 "certify needs --reference, --candidate and --corpus");
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
-  Model ref = load_model(a.reference, lo);
+  ModelOptions ra;
+  ra.model = a.reference;
+  ra.tokenizer = a.tokenizer;
+  ra.context = a.options.ctx;
+  LoadedModel lm = load_model_and_tokenizer(ra);  // --tokenizer, or the model's own / one beside it
+  Model ref = std::move(lm.model);
+  ref.vocab = lm.tokenizer.vocab();
   Model cand = load_model(a.candidate, lo);
   std::string corpus = read_text(a.corpus);
   CertifyResult r = certify(ref, cand, corpus, a.options);
+  progress.finish();
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,
                        sha256_hex(corpus.data(), corpus.size()), kOracleVersion,
                        dominant_weight_type(cand), a.options.candidate_kv_int8};
@@ -100,7 +146,9 @@ static int run_certify(CertifyOptions& a) {
 Command setup_certify(CLI::App& app) {
   auto args = std::make_shared<CertifyOptions>();
   auto* sub = app.add_subcommand("certify", "Certify a candidate (quantized) model against a reference");
-  sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF)");
+  sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF, or a llama2.c .bin with --tokenizer)");
+  sub->add_option("--tokenizer,-z", args->tokenizer,
+                  "The reference's tokenizer: llama2.c tokenizer.bin or a GGUF (default: its own, or one beside it)");
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)");
   sub->add_option("--corpus", args->corpus, "UTF-8 text to score");
   sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")
@@ -119,7 +167,10 @@ Command setup_certify(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--greedy-steps", args->options.greedy_steps, "Greedy tokens per prompt")
       ->capture_default_str();
-  sub->add_flag("!--no-progress", args->progress, "No progress bar");
+  sub->add_flag("--no-progress", args->no_progress, "No progress on stderr (same as --quiet)");
+  sub->add_flag("--quiet,-q", args->quiet, "No progress on stderr");
+  sub->add_flag("--json", args->json, "Print the certificate JSON (and the files written) instead of the summary");
+  sub->add_flag("--no-png", args->no_png, "Do not render certificate.png (needs rsvg-convert: librsvg2-bin)");
   add_kld_options(sub, args->kld);
   return {sub, [args] { return guarded("certify", [args] { return run_certify(*args); }); }};
 }

@@ -1,10 +1,21 @@
 // oracle golden: golden transcripts (golden/README.md).
-//   oracle golden update DIR [--force]   regenerate DIR/<model>.jsonl for every model
-//   oracle golden verify DIR [--backend reference] [--threads N] [--prefill-chunk N]
+//   oracle golden update DIR [--force] [--model M [--tokenizer T] [--id NAME]]
+//       regenerate DIR/<model>.jsonl for every fixture model, or for the one named
+//   oracle golden verify DIR|FILE.jsonl [--backend reference] [--threads N] [--prefill-chunk N]
+//       [--shared-dir S] [--json] [--quiet]
 // A record holds the model and tokenizer SHA-256, the full sampling tuple, the
 // prompt and generated ids, the text, the SHA-256 of every step's float32
 // logits and an `oracle run` command line that reproduces it. verify re-runs
-// each record and prints the first mismatching record and step.
+// each record and reports every mismatching record (first differing step of
+// each) and their count; exit 1 if there is any.
+//
+// Where the models are: a record's "model"/"tokenizer" paths are relative to
+// the shared fixtures folder: --shared-dir, else $ORACLE_SHARED_DIR, else
+// ../shared beside the repository holding the transcripts (the transcript
+// folder's parent's sibling: <repo>/golden/x.jsonl -> <repo>/../shared), so
+// verify works from any directory. Records written for a model outside that
+// folder (update --model) carry "model_base": "transcript": their paths are
+// relative to the transcript's own folder.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +29,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/progress.h"
 
 namespace oracle::tools {
 
@@ -84,10 +96,17 @@ static std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-static std::string run_command(const json& r) {
+// Quoted for the shell only when needed (fixture paths stay bare, as in the committed records).
+static std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-") == std::string::npos;
+  return plain ? s : shell_quote(s);
+}
+
+static std::string run_command(const json& r, const std::string& prefix) {
   const SamplerConfig s = r["sampler"].get<SamplerConfig>();
-  std::string cmd = "oracle run --model ../shared/" + r["model"].get<std::string>();
-  if (!r["tokenizer"].get<std::string>().empty()) cmd += " --tokenizer ../shared/" + r["tokenizer"].get<std::string>();
+  std::string cmd = "oracle run --model " + shell_word(prefix + r["model"].get<std::string>());
+  if (!r["tokenizer"].get<std::string>().empty())
+    cmd += " --tokenizer " + shell_word(prefix + r["tokenizer"].get<std::string>());
   cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
   cmd += " --max-tokens " + std::to_string(r["max_tokens"].get<int>()) + " --preset " + s.preset;
   char buf[256];
@@ -112,12 +131,20 @@ static GenerateOptions options_of(const json& r, int threads, int prefill_chunk)
   return o;
 }
 
-static json make_record(const std::string& id, const GoldenModel& gm, const LoadedModel& lm,
+// A model to write transcripts for: a fixture (paths relative to the shared
+// folder) or one the user names (paths relative to the transcript folder).
+struct GoldenTarget {
+  std::string id, model, tokenizer;  // tokenizer "" = the model's own
+  bool transcript_base = false;      // "model_base": "transcript"
+};
+
+static json make_record(const std::string& id, const GoldenTarget& gm, const LoadedModel& lm,
                         const std::string& prompt, int max_tokens, const SamplerConfig& s,
                         const std::vector<std::string>& stops) {
   json r = {{"id", id}, {"model", gm.model}, {"model_sha256", lm.model.sha256},
             {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
             {"prompt", prompt}, {"max_tokens", max_tokens}, {"sampler", s}, {"stop_strings", stops}};
+  if (gm.transcript_base) r["model_base"] = "transcript";
   const GenerationResult g = generate(lm.model, lm.tokenizer, prompt, options_of(r, 1, 0));
   r["prompt_ids"] = g.prompt_ids;
   r["output_ids"] = g.output_ids;
@@ -126,54 +153,111 @@ static json make_record(const std::string& id, const GoldenModel& gm, const Load
   json hashes = json::array();
   for (const GenerationStep& st : g.steps) hashes.push_back(st.logits_sha256);
   r["logits_sha256"] = hashes;
-  r["command"] = "oracle golden update golden --force";
-  r["run_command"] = run_command(r);
+  r["command"] = gm.transcript_base ? "oracle golden update DIR --force --model " + shell_word(gm.model)
+                                     : "oracle golden update golden --force";
+  r["run_command"] = run_command(r, gm.transcript_base ? "" : "../shared/");
   return r;
 }
 
-static std::string shared_dir() {
+// The fixtures folder for transcripts in `transcript_dir` (see the top of this file).
+static fs::path shared_dir(const std::string& flag, const fs::path& transcript_dir) {
+  if (!flag.empty()) return flag;
   const char* env = std::getenv("ORACLE_SHARED_DIR");
-  return env && *env ? env : "../shared";
+  if (env && *env) return env;
+  return fs::absolute(transcript_dir).lexically_normal().parent_path().parent_path() / "shared";
 }
 
-static LoadedModel load(const std::string& model, const std::string& tokenizer, int threads) {
+// Where a record's paths are relative to.
+static fs::path base_of(const json& r, const fs::path& shared, const fs::path& transcript_dir) {
+  return r.value("model_base", std::string()) == "transcript" ? transcript_dir : shared;
+}
+
+static LoadedModel load(const fs::path& base, const std::string& model, const std::string& tokenizer, int threads) {
   ModelOptions a;
-  a.model = shared_dir() + "/" + model;
-  if (!tokenizer.empty()) a.tokenizer = shared_dir() + "/" + tokenizer;
+  a.model = (base / model).string();
+  require_input(fs::exists(a.model), a.model, "model",
+                "golden model not found (fixture paths are relative to the shared folder: pass --shared-dir DIR "
+                "or set ORACLE_SHARED_DIR)");
+  if (!tokenizer.empty()) a.tokenizer = (base / tokenizer).string();
   a.threads = threads;
   return load_model_and_tokenizer(a);
 }
 
 // ---- update -------------------------------------------------------------------------
-static int run_update(const std::string& dir, bool force) {
+struct UpdateOptions {
+  std::string dir, shared, model, tokenizer, id;  // model "": every fixture model
+  bool force = false, json = false, quiet = false;
+};
+
+static std::vector<GoldenTarget> update_targets(const UpdateOptions& o) {
+  std::vector<GoldenTarget> out;
+  if (o.model.empty()) {
+    for (const GoldenModel& gm : kModels) out.push_back({gm.id, gm.model, gm.tokenizer, false});
+    return out;
+  }
+  require_input(fs::exists(o.model), o.model, "--model", "cannot open the model");
+  require_input(o.tokenizer.empty() || fs::exists(o.tokenizer), o.tokenizer, "--tokenizer", "cannot open the tokenizer");
+  const fs::path dir = fs::absolute(o.dir);
+  auto rel = [&](const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_relative(dir).string(); };
+  out.push_back({o.id.empty() ? fs::path(o.model).filename().string() : o.id, rel(o.model), rel(o.tokenizer), true});
+  return out;
+}
+
+static int write_transcript(const GoldenTarget& gm, const fs::path& base, const fs::path& out, Progress& progress,
+                            int* done) {
   const std::vector<std::string> fixed = {"", "Once upon a time",
                                           "Lily said: \xE2\x80\x9E\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9 "
                                           "\xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 caf\xC3\xA9!\xE2\x80\x9C"};
-  for (const GoldenModel& gm : kModels) {
-    const fs::path out = fs::path(dir) / (std::string(gm.id) + ".jsonl");
-    require_input(force || !fs::exists(out), out.string(), "--force",
+  const LoadedModel lm = load(base, gm.model, gm.tokenizer, 1);
+  std::vector<std::pair<std::string, std::string>> prompts = {
+      {"empty", fixed[0]}, {"once", fixed[1]}, {"unicode", fixed[2]}};
+  const int near_limit = lm.model.config.seq_len - 8;
+  prompts.push_back({"near-context", near_context_prompt(lm.tokenizer, near_limit)});
+  std::string text;
+  int n = 0;
+  for (const auto& [sname, s] : golden_samplers())
+    for (const auto& [pname, prompt] : prompts) {
+      const int max_tokens = pname == "near-context" ? 6 : 24;
+      const std::vector<std::string> stops = sname == "hf-topk-topp" ? std::vector<std::string>{"."}
+                                                                      : std::vector<std::string>{};
+      const json r = make_record(gm.id + "/" + sname + "/" + pname, gm, lm, prompt, max_tokens, s, stops);
+      text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      n++;
+      progress.update(++*done);
+    }
+  const fs::path tmp = out.string() + ".tmp";  // written whole, then renamed: never half a transcript
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    require_input(f.good(), tmp.string(), "DIR", "cannot write the transcript");
+    f << text;
+    f.close();
+    require_input(!f.fail(), tmp.string(), "DIR", "write failed (disk full?)");
+  }
+  fs::rename(tmp, out);
+  return n;
+}
+
+static int run_update(const UpdateOptions& o) {
+  const std::vector<GoldenTarget> targets = update_targets(o);
+  for (const GoldenTarget& gm : targets) {
+    const fs::path out = fs::path(o.dir) / (gm.id + ".jsonl");
+    require_input(o.force || !fs::exists(out), out.string(), "--force",
                   "golden transcript exists; regenerate only for a deliberate numerics change (golden/README.md)");
   }
-  for (const GoldenModel& gm : kModels) {
-    const LoadedModel lm = load(gm.model, gm.tokenizer, 1);
-    std::vector<std::pair<std::string, std::string>> prompts = {
-        {"empty", fixed[0]}, {"once", fixed[1]}, {"unicode", fixed[2]}};
-    const int near_limit = lm.model.config.seq_len - 8;
-    prompts.push_back({"near-context", near_context_prompt(lm.tokenizer, near_limit)});
-    std::ofstream f(fs::path(dir) / (std::string(gm.id) + ".jsonl"), std::ios::binary);
-    int n = 0;
-    for (const auto& [sname, s] : golden_samplers())
-      for (const auto& [pname, prompt] : prompts) {
-        const int max_tokens = pname == "near-context" ? 6 : 24;
-        const std::vector<std::string> stops = sname == "hf-topk-topp" ? std::vector<std::string>{"."}
-                                                                        : std::vector<std::string>{};
-        const json r = make_record(std::string(gm.id) + "/" + sname + "/" + pname, gm, lm, prompt,
-                                   max_tokens, s, stops);
-        f << r.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-        n++;
-      }
-    std::printf("%s: %d records\n", (fs::path(dir) / (std::string(gm.id) + ".jsonl")).c_str(), n);
+  require_input(fs::is_directory(o.dir), o.dir, "DIR", "not a directory");
+  const fs::path shared = shared_dir(o.shared, o.dir);
+  Progress progress("golden update", (int64_t)targets.size() * 16, !o.quiet && !o.json);
+  int done = 0;
+  json written = json::array();
+  for (const GoldenTarget& gm : targets) {
+    const fs::path out = fs::path(o.dir) / (gm.id + ".jsonl");
+    const int n = write_transcript(gm, gm.transcript_base ? fs::path(o.dir) : shared, out, progress, &done);
+    written.push_back({{"file", out.string()}, {"records", n}});
   }
+  progress.finish();
+  if (o.json) std::printf("%s\n", json{{"written", written}}.dump().c_str());
+  else
+    for (const auto& w : written) std::printf("%s: %d records\n", w["file"].get<std::string>().c_str(), w["records"].get<int>());
   return kExitOk;
 }
 
@@ -200,59 +284,114 @@ static std::string first_mismatch(const json& r, const GenerationResult& g) {
 }
 
 struct VerifyOptions {
-  std::string dir;
+  std::string dir;  // a folder of *.jsonl, or one .jsonl file
   std::string backend = "reference";
   int threads = 1;
   int prefill_chunk = 0;
   std::string mode = "deterministic";  // device backends (docs/diff.md)
+  std::string shared;                  // --shared-dir
+  bool json = false, quiet = false;
 };
 
-static int verify_file(const fs::path& file, const VerifyOptions& o, int* n_records, int* n_skipped) {
+struct VerifyTally {
+  int records = 0, matched = 0, skipped = 0;
+  json mismatches = json::array();  // {file, line, id, diff, reproduce}
+};
+
+static std::vector<json> read_records(const fs::path& file, std::vector<int>* lines) {
   std::ifstream f(file, std::ios::binary);
-  std::map<std::string, LoadedModel> cache;  // model + tokenizer -> loaded
+  require_input(f.good(), file.string(), "DIR", "cannot open the transcript");
+  std::vector<json> out;
   std::string line;
   for (int lineno = 1; std::getline(f, line); lineno++) {
     if (line.empty()) continue;
-    json r;
     try {
-      r = json::parse(line);
+      out.push_back(json::parse(line));
     } catch (const json::exception& e) {
       throw InputError(file.string(), "line " + std::to_string(lineno), e.what());
     }
-    const std::string key = r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
-    if (!cache.count(key)) cache.emplace(key, load(r["model"], r["tokenizer"], o.threads));
-    const LoadedModel& lm = cache.at(key);
-    std::string where = file.string() + ":" + std::to_string(lineno) + " " + r["id"].get<std::string>();
-    std::string diff;
-    if (lm.model.sha256 != r["model_sha256"]) diff = "model sha256 differs: " + lm.model.sha256;
-    else if (lm.tokenizer_sha256 != r["tokenizer_sha256"]) diff = "tokenizer sha256 differs: " + lm.tokenizer_sha256;
-    else if (o.backend != "reference") {  // device backends: greedy records only (tools/device_backend.h)
-      bool skipped = false;
-      diff = device_golden_mismatch(r, lm.model, parse_mode(o.mode), &skipped);
-      if (skipped) { (*n_skipped)++; continue; }
-    } else diff = first_mismatch(r, generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, o.threads, o.prefill_chunk)));
-    if (!diff.empty()) {
-      std::printf("MISMATCH %s: %s\n  reproduce: %s\n", where.c_str(), diff.c_str(), r["run_command"].get<std::string>().c_str());
-      return kExitCheckFailed;
-    }
-    (*n_records)++;
+    lines->push_back(lineno);
   }
-  return kExitOk;
+  return out;
+}
+
+// The first difference between record r and a fresh run, or "" (*skipped: not run on this backend).
+static std::string check_record(const json& r, const LoadedModel& lm, const VerifyOptions& o, bool* skipped) {
+  *skipped = false;
+  if (lm.model.sha256 != r["model_sha256"]) return "model sha256 differs: " + lm.model.sha256;
+  if (lm.tokenizer_sha256 != r["tokenizer_sha256"]) return "tokenizer sha256 differs: " + lm.tokenizer_sha256;
+  if (const DevicePipeline* dev = require_backend(o.backend))  // greedy records only (tools/device_backend.h)
+    return dev->golden_mismatch(r, lm.model, parse_mode(o.mode), skipped);
+  return first_mismatch(r, generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, o.threads, o.prefill_chunk)));
+}
+
+static void verify_file(const fs::path& file, const std::vector<json>& records, const std::vector<int>& lines,
+                        const VerifyOptions& o, VerifyTally& t, Progress& progress) {
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const fs::path shared = shared_dir(o.shared, dir);
+  std::map<std::string, LoadedModel> cache;  // base + model + tokenizer -> loaded
+  for (size_t i = 0; i < records.size(); i++) {
+    const json& r = records[i];
+    const fs::path base = base_of(r, shared, dir);
+    const std::string key = base.string() + "|" + r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
+    if (!cache.count(key)) cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
+    bool skipped = false;
+    const std::string diff = check_record(r, cache.at(key), o, &skipped);
+    t.records++;
+    progress.update(t.records);
+    if (skipped) { t.skipped++; continue; }
+    if (diff.empty()) { t.matched++; continue; }
+    t.mismatches.push_back({{"file", file.string()}, {"line", lines[i]}, {"id", r["id"]}, {"diff", diff},
+                            {"reproduce", r["run_command"]}});
+    if (!o.json)
+      std::printf("MISMATCH %s:%d %s: %s\n  reproduce: %s\n", file.c_str(), lines[i], r["id"].get<std::string>().c_str(),
+                  diff.c_str(), r["run_command"].get<std::string>().c_str());
+  }
+}
+
+static std::vector<fs::path> transcript_files(const std::string& dir) {
+  require_input(fs::exists(dir), dir, "DIR", "no such folder or file");
+  if (!fs::is_directory(dir)) return {dir};
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".jsonl") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  require_input(!files.empty(), dir, "DIR", "no *.jsonl golden transcripts");
+  return files;
 }
 
 static int run_verify(const VerifyOptions& o) {
-  require_backend(o.backend);  // reference, or the device backend this binary links
+  require_backend(o.backend);  // reference, or a device backend this binary can run here
   parse_mode(o.mode);
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(o.dir))
-    if (e.path().extension() == ".jsonl") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  require_input(!files.empty(), o.dir, "DIR", "no *.jsonl golden transcripts");
-  int n = 0, skipped = 0;
-  for (const fs::path& file : files)
-    if (int rc = verify_file(file, o, &n, &skipped); rc != kExitOk) return rc;
-  if (skipped > 0) std::printf("golden verify: %d non-greedy records skipped (the device backends decode greedily)\n", skipped);
-  std::printf("golden verify: %d records in %zu files match (backend %s, threads %d, prefill chunk %d)\n", n,
+  const std::vector<fs::path> files = transcript_files(o.dir);
+  std::vector<std::vector<json>> records;
+  std::vector<std::vector<int>> lines(files.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < files.size(); i++) {
+    records.push_back(read_records(files[i], &lines[i]));
+    total += (int64_t)records.back().size();
+  }
+  VerifyTally t;
+  Progress progress("golden verify", total, !o.quiet && !o.json);
+  for (size_t i = 0; i < files.size(); i++) verify_file(files[i], records[i], lines[i], o, t, progress);
+  progress.finish();
+  const int bad = (int)t.mismatches.size();
+  if (o.json) {
+    std::printf("%s\n", json{{"pass", bad == 0}, {"records", t.records}, {"matched", t.matched}, {"skipped", t.skipped},
+                             {"mismatch_count", bad}, {"mismatches", t.mismatches}, {"files", files.size()},
+                             {"backend", o.backend}, {"mode", o.mode}, {"threads", o.threads},
+                             {"prefill_chunk", o.prefill_chunk}}
+                             .dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    return bad == 0 ? kExitOk : kExitCheckFailed;
+  }
+  if (t.skipped > 0)
+    std::printf("golden verify: %d non-greedy records skipped (the device backends decode greedily)\n", t.skipped);
+  if (bad > 0) {
+    std::printf("golden verify: %d of %d records MISMATCH in %zu files (backend %s)\n", bad, t.records - t.skipped,
+                files.size(), o.backend.c_str());
+    return kExitCheckFailed;
+  }
+  std::printf("golden verify: %d records in %zu files match (backend %s, threads %d, prefill chunk %d)\n", t.matched,
               files.size(), o.backend.c_str(), o.threads, o.prefill_chunk);
   return kExitOk;
 }
@@ -261,20 +400,31 @@ Command setup_golden(CLI::App& app) {
   auto* sub = app.add_subcommand("golden", "Golden transcripts: verify a pipeline against them, or regenerate");
   sub->require_subcommand(1);
   auto v = std::make_shared<VerifyOptions>();
-  auto* verify = sub->add_subcommand("verify", "Re-run every record in DIR/*.jsonl; print the first mismatch");
-  verify->add_option("dir", v->dir, "Folder of golden transcripts")->required();
+  auto* verify = sub->add_subcommand("verify", "Re-run every record in DIR/*.jsonl (or one FILE.jsonl); report every mismatch");
+  verify->add_option("dir", v->dir, "Folder of golden transcripts, or one .jsonl file")->required();
   verify->add_option("--backend", v->backend, "Pipeline to check: reference, cuda-emu or cuda (device: greedy records)");
   verify->add_option("--mode", v->mode, "Device backends: deterministic (fast mode is not bit-exact)");
-  verify->add_option("--threads", v->threads, "Forward-pass threads (changes no bit)")->check(CLI::Range(1, 256));
+  verify->add_option("--threads,-t", v->threads, "Forward-pass threads (changes no bit)")->check(CLI::Range(1, 256));
   verify->add_option("--prefill-chunk", v->prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
       ->check(CLI::NonNegativeNumber);
-  auto u = std::make_shared<std::pair<std::string, bool>>("", false);
-  auto* update = sub->add_subcommand("update", "Regenerate DIR/<model>.jsonl for every model in the fixtures");
-  update->add_option("dir", u->first, "Folder of golden transcripts")->required();
-  update->add_flag("--force", u->second, "Overwrite existing transcripts");
+  verify->add_option("--shared-dir", v->shared,
+                     "Fixtures folder the records' model paths are relative to (default: $ORACLE_SHARED_DIR, "
+                     "else ../shared beside the transcripts' repository)");
+  verify->add_flag("--json", v->json, "Print one JSON object (every mismatch, the counts)");
+  verify->add_flag("--quiet,-q", v->quiet, "No progress on stderr");
+  auto u = std::make_shared<UpdateOptions>();
+  auto* update = sub->add_subcommand("update", "Regenerate DIR/<model>.jsonl for every fixture model, or for --model");
+  update->add_option("dir", u->dir, "Folder of golden transcripts")->required();
+  update->add_flag("--force", u->force, "Overwrite existing transcripts");
+  update->add_option("--model,-m", u->model, "Write transcripts for this model only (any path; stored relative to DIR)");
+  update->add_option("--tokenizer,-z", u->tokenizer, "Its tokenizer, when the model embeds none");
+  update->add_option("--id", u->id, "Transcript name: DIR/<id>.jsonl (default: the model's file name)");
+  update->add_option("--shared-dir", u->shared, "Fixtures folder (default as for verify)");
+  update->add_flag("--json", u->json, "Print one JSON object");
+  update->add_flag("--quiet,-q", u->quiet, "No progress on stderr");
   return {sub, [verify, v, u] {
             if (verify->parsed()) return run_verify(*v);
-            return run_update(u->first, u->second);
+            return run_update(*u);
           }};
 }
 

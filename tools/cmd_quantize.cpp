@@ -15,9 +15,9 @@
 
 namespace oracle::tools {
 
-struct QuantizeArgs {
+struct QuantizeOptions {
   std::string in, out;
-  QuantizeOptions opt;
+  oracle::QuantizeOptions opt;
   bool json = false;
   bool verbose = false;  // one line per tensor
 };
@@ -28,7 +28,7 @@ static nlohmann::json tensor_json(const QuantizedTensor& t) {
           {"fallback", t.fallback}};
 }
 
-static void print_human(const QuantizeArgs& a, const QuantizeReport& r) {
+static void print_human(const QuantizeOptions& a, const QuantizeReport& r) {
   if (a.verbose)
     for (const QuantizedTensor& t : r.tensors)
       std::printf("  %-36s %6s -> %-6s%s\n", t.name.c_str(), dtype_name(t.from), dtype_name(t.to),
@@ -40,7 +40,7 @@ static void print_human(const QuantizeArgs& a, const QuantizeReport& r) {
               r.bpw_out(), (unsigned long long)r.file_bytes);
 }
 
-static int run_quantize(const QuantizeArgs& a) {
+static int run_quantize(const QuantizeOptions& a) {
   QuantizeReport r = quantize_gguf(a.in, a.out, a.opt);
   if (!a.json) {
     print_human(a, r);
@@ -58,7 +58,7 @@ static int run_quantize(const QuantizeArgs& a) {
 }
 
 Command setup_quantize(CLI::App& app) {
-  auto args = std::make_shared<QuantizeArgs>();
+  auto args = std::make_shared<QuantizeOptions>();
   args->opt.threads = (int)std::max(1u, std::thread::hardware_concurrency());
   auto* sub = app.add_subcommand("quantize", "Quantize a GGUF model exactly as llama-quantize does");
   sub->add_option("IN", args->in, "Input GGUF")->required();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
@@ -12,13 +13,16 @@
 #include "audit/replay_engines.h"
 #include "reference/base/atomic_file.h"
 #include "tools/commands.h"
+#include "tools/progress.h"
 #include "tools/model_args.h"
 
 namespace oracle::tools {
 
 struct ReplayOptions {
   std::string log;
-  std::string json_out;  // --json report file
+  std::string json_out;  // --report FILE: the JSON report
+  bool json = false;     // --json: the JSON report on stdout instead of the table
+  bool quiet = false;    // --quiet: no progress
   ModelOptions model;       // overrides; empty = the first own record's model
   std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
   oracle::ReplayOptions replay;
@@ -95,8 +99,27 @@ static void write_report(const std::string& path, const nlohmann::json& report) 
 }
 
 static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o) {
-  std::fputs(replay_summary_table(reports).c_str(), stdout);
+  if (o.json)
+    std::printf("%s\n", replay_report_json(reports, o.log, o.replay)
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  else
+    std::fputs(replay_summary_table(reports).c_str(), stdout);
   if (!o.json_out.empty()) write_report(o.json_out, replay_report_json(reports, o.log, o.replay));
+}
+
+// In batches, for the progress line; each record's report depends on that record only.
+static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>& lines, const ModelResolver& models,
+                                                      const ReplayOptions& o) {
+  std::vector<RecordReport> reports;
+  Progress progress("replay", (int64_t)lines.size(), !o.quiet && !o.json);
+  const size_t batch = (size_t)std::max(1, o.replay.jobs) * 8;
+  for (size_t at = 0; at < lines.size(); at += batch) {
+    const std::vector<LogLine> part(lines.begin() + (long)at, lines.begin() + (long)std::min(lines.size(), at + batch));
+    for (RecordReport& r : replay_engine_lines(part, o.log, models, o.replay)) reports.push_back(std::move(r));
+    progress.update((int64_t)reports.size());
+  }
+  progress.finish();
+  return reports;
 }
 
 int run_replay(const ReplayOptions& o) {
@@ -105,14 +128,14 @@ int run_replay(const ReplayOptions& o) {
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
     require_input(o.model.model.empty(), "--models", "option", "give --models or --model, not both");
     ModelCatalog catalog(o.models, [&o](const CatalogEntry& e) { return load_entry(e, o); });
-    const std::vector<RecordReport> reports = replay_engine_lines(lines, o.log, catalog.resolver(), o.replay);
+    const std::vector<RecordReport> reports = replay_with_progress(lines, catalog.resolver(), o);
     finish(reports, o);
     return exit_code(reports);
   }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
   if (o.replay.mode != "foreign") check_hashes(lines, lm, o);
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
-  const std::vector<RecordReport> reports = replay_engine_lines(lines, o.log, single_model(rm), o.replay);
+  const std::vector<RecordReport> reports = replay_with_progress(lines, single_model(rm), o);
   finish(reports, o);
   return exit_code(reports);
 }
@@ -132,7 +155,9 @@ Command setup_replay(CLI::App& app) {
       ->check(CLI::IsMember({"own", "foreign", "auto"}));
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")
       ->check(CLI::Range(1, 256));
-  sub->add_option("--json", opts->json_out, "Write the JSON report to this file");
+  sub->add_option("--report", opts->json_out, "Also write the JSON report to this file");
+  sub->add_flag("--json", opts->json, "Print the JSON report instead of the table");
+  sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
   sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass");
   sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits");
   sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)");

@@ -2,6 +2,9 @@
 // thin layer over reference/generate/generate.h (docs/cli.md#run).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
@@ -12,13 +15,19 @@
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
 #include "tools/version.h"
+#include "tools/sampler_args.h"
 #include "tools/spec_args.h"
+#include "tools/bench_support.h"
 
 namespace oracle::tools {
 
 struct RunOptions {
   ModelOptions model;
   std::string prompt = "Once upon a time";
+  std::string file;  // --file F / -f F: the prompt from a file, "-" = stdin (verbatim, like llama.cpp's -f)
+  bool echo = false;   // print the prompt before the generated text
+  bool quiet = false;  // no timing line / notes on stderr
+  SamplerOptions sampler; // --preset and the sampler options (tools/sampler_args.h)
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
@@ -75,6 +84,34 @@ static nlohmann::json kv_json(const RunOptions& o, const GenerationResult& r) {
           {"tokens_stored", m.tokens_stored}};
 }
 
+// --file: the whole file (or stdin for "-") is the prompt, byte for byte.
+static std::string read_prompt_file(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream in(path, std::ios::binary);
+  require_input(in.good(), path, "--file", "cannot open the prompt file");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// "context" when generation stopped because the context was full before
+// --max-tokens (the reference reports that as "length"), else the reference's reason.
+static std::string finish_detail(const LoadedModel& lm, const RunOptions& o, const GenerationResult& r) {
+  const bool full = r.prompt_ids.size() + r.output_ids.size() >= (size_t)lm.model.config.seq_len;
+  return r.stop_detail == "length" && full && (int)r.output_ids.size() < o.gen.max_tokens ? "context" : r.stop_detail;
+}
+
+// llama.cpp's llama_perf_context_print lines, on stderr.
+static void print_timing(const GenerationResult& r) {
+  auto line = [](const char* what, double s, size_t n, const char* unit) {
+    const double ms = s * 1e3;
+    std::fprintf(stderr, "oracle run: %16s = %10.2f ms / %5zu %-6s (%8.2f ms per token, %8.2f tokens per second)\n", what,
+                 ms, n, unit, n > 0 ? ms / (double)n : 0.0, s > 0 ? (double)n / s : 0.0);
+  };
+  line("prompt eval time", r.prefill_seconds, r.prompt_ids.size(), "tokens");
+  line("eval time", r.decode_seconds, r.output_ids.empty() ? 0 : r.output_ids.size() - 1, "runs");
+  std::fprintf(stderr, "oracle run: %16s = %10.2f ms / %5zu tokens\n", "total time",
+               (r.prefill_seconds + r.decode_seconds) * 1e3, r.prompt_ids.size() + r.output_ids.size());
+}
+
 // The prompt must leave room in the context: checked here (naming the model and
 // --context) before generate() would reject it.
 static void check_prompt_fits(const LoadedModel& lm, const RunOptions& o) {
@@ -98,12 +135,15 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   j["context"] = lm.model.config.seq_len;
   j["threads"] = o.gen.threads;
   j["kv"] = kv_json(o, r);
+  const std::string detail = finish_detail(lm, o, r);
+  if (detail == "context") j["finish_reason"] = j["stop_detail"] = "context";
   return j;
 }
 
 // Device backends (docs/diff.md): greedy only, no penalties, stop strings, logs or speculation.
-static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
+static int run_on_device(const DevicePipeline& dev, const LoadedModel& lm, const RunOptions& o) {
   const SamplerConfig& s = o.gen.sampler;
+  Stopwatch clock;
   require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
                     s.presence_penalty == 0.0f && s.logit_bias.empty() && s.banned_tokens.empty() &&
                     o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
@@ -114,7 +154,7 @@ static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
   const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
   std::vector<int> stops;
   if (!o.ignore_eos) stops = {lm.tokenizer.eos_id(), lm.tokenizer.bos_id()};
-  const std::vector<int> out = device_greedy(lm.model, prompt, o.gen.max_tokens, stops, parse_mode(o.mode));
+  const std::vector<int> out = dev.greedy(lm.model, prompt, o.gen.max_tokens, stops, parse_mode(o.mode));
   std::vector<int> shown = out;
   if (!shown.empty() && std::find(stops.begin(), stops.end(), shown.back()) != stops.end()) shown.pop_back();
   std::string text;
@@ -125,15 +165,22 @@ static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
                               {"output_ids", out}, {"text", text}, {"model", lm.model.path}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("%s\n", text.c_str());
+    std::printf("%s%s\n", o.echo ? o.prompt.c_str() : "", text.c_str());
+    if (!o.quiet)
+      std::fprintf(stderr, "oracle run: %s %s: %zu prompt + %zu tokens in %.2f ms\n", o.backend.c_str(), o.mode.c_str(),
+                   prompt.size(), out.size(), clock.seconds() * 1e3);
   }
   return kExitOk;
 }
 
-int run_run(const RunOptions& o) {
+int run_run(RunOptions o) {
+  if (!o.file.empty()) o.prompt = read_prompt_file(o.file);
+  const std::vector<int> banned = o.gen.sampler.banned_tokens;
+  o.gen.sampler = resolve_sampler(o.sampler);
+  o.gen.sampler.banned_tokens = banned;
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
-  if (require_backend(o.backend)) return run_on_device(lm, o);
+  if (const DevicePipeline* dev = require_backend(o.backend)) return run_on_device(*dev, lm, o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
   require_input((o.dump_logits.empty() && o.dump_trace.empty()) || !speculative_enabled(o.spec), "--dump-logits",
@@ -146,6 +193,7 @@ int run_run(const RunOptions& o) {
   gen.kv.paged = o.kv == "paged";
   for (const std::string& b : o.logit_bias) gen.sampler.logit_bias.push_back(parse_logit_bias(b));
   gen.stop_on_eos = !o.ignore_eos;
+  if (!o.json && o.echo) std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
   if (!o.json)
     gen.on_text = [](const std::string& text) {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -163,33 +211,27 @@ int run_run(const RunOptions& o) {
     std::printf("%s\n", out.c_str());
   } else {
     std::printf("\n");
+    std::fflush(stdout);
+    if (!o.quiet && finish_detail(lm, o, r) == "context")
+      std::fprintf(stderr, "oracle run: the context (%d positions) ran out after %zu of %d tokens (--context raises it)\n",
+                   lm.model.config.seq_len, r.output_ids.size(), o.gen.max_tokens);
+    if (!o.quiet) print_timing(r);
   }
   return kExitOk;
 }
 
 // ---- options ------------------------------------------------------------------------
-static void add_sampler_options(CLI::App* sub, SamplerConfig& s) {
-  sub->add_option("--temperature", s.temperature, "0: greedy (argmax, ties to the lowest id)");
-  sub->add_option("--preset", s.preset, "Sampler semantics: llamacpp or hf");
-  sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)");
-  sub->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)");
-  sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability (0: off)");
-  sub->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");
-  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
-  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
-  sub->add_option("--penalty-window", s.penalty_window, "Last N tokens penalised (-1: all)");
-  sub->add_option("--seed", s.seed, "Sampling seed (Philox key)");
-}
-
 Command setup_run(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
-  opts->gen.sampler.temperature = 0.0f;
   auto* sub = app.add_subcommand("run", "Generate text with the bit-exact CPU reference");
   add_model_options(sub, opts->model);
-  sub->add_option("--prompt,-p", opts->prompt, "Prompt text");
+  CLI::Option* prompt = sub->add_option("--prompt,-p", opts->prompt, "Prompt text");
+  sub->add_option("--file,-f", opts->file, "Read the prompt from FILE, verbatim (-: stdin)")->excludes(prompt);
+  sub->add_flag("--echo", opts->echo, "Print the prompt before the generated text (--json has it as \"prompt\")");
+  sub->add_flag("--quiet,-q", opts->quiet, "No timing line or notes on stderr");
   sub->add_option("--max-tokens,-n", opts->gen.max_tokens, "Tokens to generate")
       ->check(CLI::Range(1, 1 << 24));
-  add_sampler_options(sub, opts->gen.sampler);
+  add_sampler_options(sub, opts->sampler);
   sub->add_option("--stop", opts->gen.stop_strings, "Stop string (repeatable)");
   sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)");
   sub->add_flag("--ignore-eos", opts->ignore_eos, "Do not stop on EOS");

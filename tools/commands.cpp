@@ -13,6 +13,8 @@ Command setup_replay(CLI::App& app);
 Command setup_golden(CLI::App& app);
 Command setup_diff(CLI::App& app);
 Command setup_compare(CLI::App& app);
+Command setup_completion(CLI::App& app);
+Command setup_perplexity(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -26,6 +28,8 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_golden(app),
       setup_diff(app),
       setup_compare(app),
+      setup_perplexity(app),
+      setup_completion(app),
   };
 }
 

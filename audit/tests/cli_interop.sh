@@ -148,7 +148,7 @@ case $CASE in
                     # the first token that is not the raw argmax; dry on / unknown field: ERROR naming it
     F="$HERE/data/llamacpp_server.jsonl"
     first=$(sed -n 2p "$F" | jq '[.response.completion_probabilities | to_entries[] | select(.value.id != .value.top_logprobs[0].id) | .key][0]')
-    run_capture "$ORACLE" replay "$F" -m "$REF" --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$F" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
     jq -e --argjson k "$first" '.summary.records == 4 and .records[0].status == "PLAUSIBLE" and
            .records[0].mode == "llamacpp-server" and .records[1].status == "DIVERGED" and .records[1].diverged_at == $k and
@@ -158,7 +158,7 @@ case $CASE in
     grep -q "DIVERGED at token $first: .* impossible" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
     ;;
   replay_openai)  # n = 2 choices PLAUSIBLE; a top_logprobs entry off by 0.05 nats: DIVERGED there; chat without ids: ERROR
-    run_capture "$ORACLE" replay "$HERE/data/openai.jsonl" -m "$REF" --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$HERE/data/openai.jsonl" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
     jq -e '.records[0].status == "PLAUSIBLE" and .records[0].n_choices == 2 and .records[0].n_tokens == 32 and
            .records[1].status == "DIVERGED" and ([.records[1].findings[] | select(.verdict == "logprob_mismatch")][0] |
@@ -167,14 +167,14 @@ case $CASE in
     grep -q "DIVERGED at choice 1 token 4: .*logprob_mismatch \[top_logprobs\]" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
     ;;
   replay_vllm)  # token_id:N tokens, prompt ids, repetition_penalty: PLAUSIBLE (completions and chat); frequency_penalty: ERROR
-    run_capture "$ORACLE" replay "$HERE/data/vllm.jsonl" -m "$REF" --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$HERE/data/vllm.jsonl" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
     jq -e '.records[0].status == "PLAUSIBLE" and .records[0].mode == "vllm-completions" and
            .records[1].status == "PLAUSIBLE" and .records[1].mode == "vllm-chat" and .records[2].status == "ERROR" and
            (.records[2].error | test("request.frequency_penalty"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
     ;;
   replay_mixed)  # three checkpoints in one log, one unknown model: records in == records reported
-    run_capture "$ORACLE" replay "$HERE/data/mixed_models.jsonl" --models "$G" --jobs 2 --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$HERE/data/mixed_models.jsonl" --models "$G" --jobs 2 --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC $(cat "$WORK/err")"
     jq -e '.summary.records == 4 and .summary.plausible == 3 and .summary.unknown_model == 1 and
            (.records[0].model | endswith("llama2xs.gguf")) and (.records[1].model | endswith("llama2xs-q8_0.gguf")) and

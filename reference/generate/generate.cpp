@@ -2,6 +2,7 @@
 #include "reference/generate/generate.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -131,10 +132,14 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   ForwardOptions fo;
   fo.threads = options.threads;
   fo.pool = &pool;
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
+  const auto t1 = std::chrono::steady_clock::now();
   int next = -1;
   while (req.accept(logits, &next)) logits = forward(model, kv, 0, std::span<const int>(&next, 1), fo);
   GenerationResult result = req.take();
+  result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  result.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   result.kv_memory = kv.memory_report();
   return result;
 }

@@ -54,6 +54,8 @@ struct GenerationResult {
   SamplerConfig sampler;
   uint32_t seq_id = 0;
   std::vector<GenerationStep> steps;  // (n_steps)
+  double prefill_seconds = 0.0;  // wall time of the prompt's forward pass(es) (not part of the JSON record)
+  double decode_seconds = 0.0;   // wall time of the rest: sampling and one forward per token (not recorded)
 };
 
 // One request. InputError for an empty/too-long prompt or a bad sampler config.

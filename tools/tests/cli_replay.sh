@@ -19,7 +19,7 @@ case $CASE in
     log_three
     [ "$(wc -l <"$WORK/log.jsonl")" -eq 3 ] || fail "expected 3 log lines"
     jq -e '.schema == "oracle-replay-log" and .version == 1' "$WORK/log.jsonl" >/dev/null || fail "schema"
-    run_capture "$ORACLE" replay "$WORK/log.jsonl" --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$WORK/log.jsonl" --report "$WORK/r.json"
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/out" "$WORK/err")"
     jq -e '.summary.records == 3 and .summary.match == 3' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/r.json")"
     ;;
@@ -29,7 +29,7 @@ case $CASE in
              (.output_ids[3] = .steps[3].logprobs.processed.top[1].id)
              | (.steps[3].token = .output_ids[3]) | (.steps[3].logprobs.token = .output_ids[3])
            else . end' "$WORK/log.jsonl" >"$WORK/t.jsonl"
-    run_capture "$ORACLE" replay "$WORK/t.jsonl" --json "$WORK/r.json"
+    run_capture "$ORACLE" replay "$WORK/t.jsonl" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
     jq -e '.records[1].status == "DIVERGED" and .records[1].diverged_at == 3 and
            .records[0].status == "MATCH" and .records[2].status == "MATCH"' "$WORK/r.json" >/dev/null ||
@@ -52,8 +52,8 @@ case $CASE in
     ;;
   jobs_identical)  # --jobs 2 prints the same table and report as --jobs 1
     log_three
-    "$ORACLE" replay "$WORK/log.jsonl" --jobs 1 --json "$WORK/a.json" >"$WORK/a.txt"
-    "$ORACLE" replay "$WORK/log.jsonl" --jobs 2 --json "$WORK/b.json" >"$WORK/b.txt"
+    "$ORACLE" replay "$WORK/log.jsonl" --jobs 1 --report "$WORK/a.json" >"$WORK/a.txt"
+    "$ORACLE" replay "$WORK/log.jsonl" --jobs 2 --report "$WORK/b.json" >"$WORK/b.txt"
     cmp "$WORK/a.txt" "$WORK/b.txt" && cmp "$WORK/a.json" "$WORK/b.json" || fail "jobs change the output"
     ;;
   *) fail "unknown case $CASE" ;;

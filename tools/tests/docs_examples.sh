@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every fenced ```sh block of a Markdown file (README.md, docs/cli.md) as
+# a user would type it: in a scratch copy of the repository layout (the
+# sources linked in, build/bin/oracle and `oracle` on PATH being the binary
+# under test, ../shared beside it), each block under bash -e -o pipefail,
+# exit 0 expected. A block preceded by `<!-- docs-examples: skip REASON -->`
+# is skipped (the reason is printed); `<!-- docs-examples: exit N -->` expects N.
+# Usage: docs_examples.sh ORACLE SHARED SOURCE_DIR FILE.md
+set -euo pipefail
+ORACLE=$(realpath "$1"); SHARED=$(realpath "$2"); SRC=$(realpath "$3"); DOC=$4
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/repo/build/bin" "$WORK/bin"
+ln -s "$ORACLE" "$WORK/repo/build/bin/oracle"
+ln -s "$ORACLE" "$WORK/bin/oracle"
+ln -s "$SHARED" "$WORK/shared"
+for f in "$SRC"/*; do
+  name=$(basename "$f")
+  [ "$name" = build ] || [[ "$name" == build-* ]] || ln -s "$f" "$WORK/repo/$name"
+done
+export PATH="$WORK/bin:$PATH" ORACLE_SHARED_DIR="$WORK/shared"
+python3 - "$SRC/$DOC" "$WORK/blocks" <<'PY'
+import os, re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+out = sys.argv[2]; os.makedirs(out)
+n, i, note = 0, 0, ""
+while i < len(lines):
+    m = re.match(r"\s*<!-- docs-examples: (skip|exit) (.*?) -->", lines[i])
+    if m:
+        note = m.group(1) + " " + m.group(2)
+    elif lines[i].strip() == "```sh":
+        j = i + 1
+        while lines[j].strip() != "```":
+            j += 1
+        n += 1
+        with open(f"{out}/{n:03d}.sh", "w") as f:
+            f.write("\n".join(lines[i + 1:j]) + "\n")
+        with open(f"{out}/{n:03d}.meta", "w") as f:
+            f.write(f"{i + 1}\n{note}\n")
+        note, i = "", j
+    elif lines[i].strip():
+        note = ""  # an annotation applies to the block right after it
+    i += 1
+PY
+ran=0 skipped=0
+for b in "$WORK"/blocks/*.sh; do
+  line=$(sed -n 1p "${b%.sh}.meta"); note=$(sed -n 2p "${b%.sh}.meta")
+  case $note in
+    skip*) echo "SKIP $DOC:$line: ${note#skip }"; skipped=$((skipped + 1)); continue ;;
+  esac
+  want=0; [[ $note == exit* ]] && want=${note#exit }
+  set +e
+  (cd "$WORK/repo" && timeout 300 bash -e -o pipefail "$b") >"$WORK/out" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $DOC:$line: exit $rc (want $want)"; sed 's/^/  | /' "$b"; tail -20 "$WORK/out" | sed 's/^/  > /'
+    exit 1
+  fi
+  echo "ok   $DOC:$line"; ran=$((ran + 1))
+done
+[ "$ran" -gt 0 ] || { echo "FAIL: no runnable sh block in $DOC"; exit 1; }
+echo "docs examples: $ran blocks ran, $skipped skipped in $DOC"

@@ -21,6 +21,7 @@ struct CertifyArgs {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
   CertifyOptions options;
   bool progress = true;
+  bool allow_context_extension = false;
 };
 
 static std::string read_text(const std::string& path) {
@@ -63,7 +64,8 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
 
 static int run_certify(CertifyArgs& a) {
   LoadOptions lo;
-  lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
+  lo.context_length_override = a.options.ctx;  // above the file's: --allow-context-extension
+  lo.allow_context_extension = a.allow_context_extension;  // (GGUF conversions understate it, PROVENANCE.md)
   Model ref = load_model(a.reference, lo);
   Model cand = load_model(a.candidate, lo);
   std::string corpus = read_text(a.corpus);
@@ -72,6 +74,8 @@ static int run_certify(CertifyArgs& a) {
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,
                        sha256_hex(corpus.data(), corpus.size()), kOracleVersion,
                        dominant_weight_type(cand), a.options.candidate_kv_int8};
+  if (ref.config.context_extended || cand.config.context_extended)
+    info.trained_context = std::min(ref.config.trained_context, cand.config.trained_context);
   if (a.options.candidate_kv_int8 && info.weight_type == "F32") info.weight_type = "KV_I8";
   std::vector<Threshold> t = default_thresholds(info.weight_type);
   if (!a.thresholds.empty()) t = load_thresholds(a.thresholds, t);
@@ -88,6 +92,8 @@ Command setup_certify(CLI::App& app) {
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)")->required();
   sub->add_option("--corpus", args->corpus, "UTF-8 text to score")->required();
   sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")->capture_default_str();
+  sub->add_flag("--allow-context-extension", args->allow_context_extension,
+                "Allow --ctx above the models' trained context (recorded in the certificate)");
   sub->add_option("--protocol", args->options.protocol, "full (default) or llamacpp")->capture_default_str();
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();

@@ -30,4 +30,4 @@ for p in tiny gqa qwen2-tiny llama3-tiny linear-tiny yarn-tiny; do
   mv "$WORK/llamacpp_$p.f32" "$OUT/llamacpp_$p.f32"
   echo "wrote $OUT/llamacpp_$p.f32"
 done
-if [ -n "$TEST" ]; then ORACLE_CROSSCHECK_DIR="$OUT" "$TEST" "[crosscheck]"; fi
+if [ -n "$TEST" ]; then ORACLE_CROSSCHECK_DIR="$OUT" "$TEST" "[llamacpp]"; fi

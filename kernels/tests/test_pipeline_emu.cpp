@@ -225,7 +225,7 @@ TEST_CASE("device pipeline: qwen2, llama3 rope_freqs, linear and YaRN presets, p
     Model m = synthetic_model(p, 11, Vocab{});
     optimized::Backend dev(m, {1, 5, 0});
     KvCache kv(m.config, {});
-    std::vector<int> prompt(70);  // past yarn-tiny's original context (64)
+    std::vector<int> prompt(70);  // past yarn-tiny's original context (32)
     for (int i = 0; i < 70; i++) prompt[i] = (i * 53 + 3) % m.config.vocab_size;
     ForwardOptions all;
     all.all_logits = true;

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "loader_fixtures.h"
 #include "reference/errors.h"
@@ -348,4 +351,106 @@ TEST_CASE("arch: qwen2 q = W q-row . x + b, with NEOX rows permuted to pairs", "
         const float want = num::add_rn(num::dot_canonical(wq + file_row * c.dim, xb0.data(), c.dim), bq[file_row]);
         CHECK(q0[our_row] == want);
       }
+}
+
+// ---- safetensors config.json: the same table discipline ------------------------------------------
+namespace {
+// tiny (or a variant) written as HF safetensors, config.json edited by `edit`.
+std::string write_hf(const ScratchDir& dir, const std::string& preset,
+                     const std::function<void(nlohmann::json&)>& edit, bool biases = false) {
+  const SyntheticPreset& p = synthetic_preset(preset);
+  const Model m = synthetic_model(p, kSeed, synthetic_byte_vocab(p.config.vocab_size));
+  const std::string d = dir.file(preset + "_hf");
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  write_hf_config(d + "/config.json", m.config, true);
+  std::vector<HfTensor> t = hf_tensors(m, false);
+  const Config& c = m.config;
+  for (int l = 0; biases && l < c.n_layers; l++) {  // HF rows are rotate-half: permute like q/k
+    const LayerWeights& w = m.weights.layers[l];
+    const std::string b = "model.layers." + std::to_string(l) + ".self_attn.";
+    const int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
+    t.push_back({b + "q_proj.bias", {q}, hf_permute(w.bq, c.n_heads, c.head_dim, 1)});
+    t.push_back({b + "k_proj.bias", {kv}, hf_permute(w.bk, c.n_kv_heads, c.head_dim, 1)});
+    t.push_back({b + "v_proj.bias", {kv}, std::vector<float>(w.bv, w.bv + kv)});
+  }
+  write_safetensors(d + "/model.safetensors", t, "F32");
+  nlohmann::json j;
+  std::ifstream(d + "/config.json") >> j;
+  j["rope_theta"] = c.rope_theta;
+  if (edit) edit(j);
+  std::ofstream(d + "/config.json") << j.dump(2);
+  return d;
+}
+}  // namespace
+
+TEST_CASE("arch: config.json fields that change the math are refused, naming them", "[arch][safetensors]") {
+  ScratchDir dir("arch_hf");
+  REQUIRE(refusal(write_hf(dir, "tiny", {})).empty());
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"sliding_window", 64},
+      {"attention_bias", true},
+      {"mlp_bias", true},
+      {"final_logit_softcapping", 30.0},
+      {"attn_logit_softcapping", 50.0},
+      {"partial_rotary_factor", 0.5},
+      {"pretraining_tp", 2},
+      {"mystery_field", 1},
+  };
+  for (const auto& [key, value] : cases) {
+    INFO(key);
+    CHECK(refusal(write_hf(dir, "tiny", [&](nlohmann::json& j) { j[key] = value; })) == key);
+  }
+  CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) { j["model_type"] = "gemma"; })) == "model_type");
+  CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) {
+          j["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 4.0}};
+        })) == "rope_scaling");
+  CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) {
+          j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", 0.8}};
+        })) == "rope_scaling.attention_factor");
+  CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) {
+          j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 16}};
+        })) == "rope_scaling.beta_fast");
+  // A window that hides nothing is a no-op; qwen2's unused window is informational.
+  CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) { j["sliding_window"] = 4096; })).empty());
+  // A tensor nothing reads is refused.
+  const std::string d = write_hf(dir, "tiny", {});
+  std::vector<HfTensor> extra = hf_tensors(synthetic_model(synthetic_preset("tiny"), kSeed, synthetic_byte_vocab(384)), false);
+  extra.push_back({"model.layers.0.self_attn.o_proj.bias", {64}, std::vector<float>(64, 0.0f)});
+  write_safetensors(d + "/model.safetensors", extra, "F32");
+  CHECK(refusal(d) == "model.layers.0.self_attn.o_proj.bias");
+}
+
+TEST_CASE("arch: config.json rope_scaling / qwen2 load to the same model as the GGUF presets", "[arch][safetensors]") {
+  ScratchDir dir("arch_hf_ok");
+  struct Case {
+    const char* preset;
+    std::function<void(nlohmann::json&)> edit;
+    bool biases;
+  };
+  const std::vector<Case> cases = {
+      {"linear-tiny", [](nlohmann::json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}}; }, false},
+      {"yarn-tiny", [](nlohmann::json& j) {
+         j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32},
+                              {"beta_fast", 32}, {"beta_slow", 1}};
+       }, false},
+      {"llama3-tiny", [](nlohmann::json& j) {
+         j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+       }, false},
+      {"qwen2-tiny", [](nlohmann::json& j) {
+         j["model_type"] = "qwen2";
+         j["sliding_window"] = 64;  // unused: use_sliding_window false
+         j["use_sliding_window"] = false;
+       }, true},
+  };
+  for (const Case& c : cases) {
+    INFO(c.preset);
+    const SyntheticPreset& p = synthetic_preset(c.preset);
+    const Model mem = synthetic_model(p, kSeed, synthetic_byte_vocab(384));
+    const Model hf = load_model(write_hf(dir, c.preset, c.edit, c.biases));
+    CHECK(hf.config.rope.freq_factors == mem.config.rope.freq_factors);
+    const std::vector<float> a = logits_of(mem, kTokens), b = logits_of(hf, kTokens);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+  }
 }

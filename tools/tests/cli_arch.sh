@@ -26,9 +26,9 @@ case $CASE in
     for m in t l e; do
       "$ORACLE" run --model "$WORK/$m.gguf" --prompt "hello world, hello" --max-tokens 12 --json >"$WORK/$m.json"
     done
-    [ "$(jq -c .logits_sha256 "$WORK/e.json")" = "$(jq -c .logits_sha256 "$WORK/l.json")" ] ||
+    [ "$(jq -c "[.steps[].logits_sha256]" "$WORK/e.json")" = "$(jq -c "[.steps[].logits_sha256]" "$WORK/l.json")" ] ||
       fail "edited tiny and linear-tiny disagree"
-    [ "$(jq -c .logits_sha256 "$WORK/e.json")" != "$(jq -c .logits_sha256 "$WORK/t.json")" ] ||
+    [ "$(jq -c "[.steps[].logits_sha256]" "$WORK/e.json")" != "$(jq -c "[.steps[].logits_sha256]" "$WORK/t.json")" ] ||
       fail "linear scaling did not change the logits"
     ;;
   presets_run)  # every architecture / scaling preset loads and generates

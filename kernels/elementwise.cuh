@@ -9,7 +9,8 @@
 // Shapes:    flat arrays of n = T * width elements; h may alias gate or up.
 // Thread mapping: one thread per element, 256 per block.
 // Reduction order: none.
-// Matches:   ops::swiglu, ops::residual, ops::add_bias (reference/ops.h) bit for bit.
+// Matches:   ops::swiglu, ops::residual, ops::add_bias (reference/compute/ops.h) bit for bit
+//            (docs/numerics.md §4 "SwiGLU", "Residual", §4.3 "Bias").
 // ============================================================================
 #include "kernels/launch.h"
 

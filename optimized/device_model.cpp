@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "reference/rope_table.h"
-#include "reference/quant.h"
+#include "reference/compute/rope_table.h"
+#include "reference/model/quant.h"
 
 namespace oracle::optimized {
 namespace {

@@ -11,15 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "loader_fixtures.h"
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/gguf_keys.h"
-#include "reference/gguf_writer.h"
-#include "reference/loaders.h"
-#include "reference/numerics.h"
-#include "reference/ops.h"
-#include "reference/rope_table.h"
-#include "reference/synthetic.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/model/gguf_keys.h"
+#include "reference/model/gguf_writer.h"
+#include "reference/model/loaders.h"
+#include "numerics/numerics.h"
+#include "reference/compute/ops.h"
+#include "reference/compute/rope_table.h"
+#include "reference/model/synthetic.h"
 
 using namespace oracle;
 using namespace oracle::test;

@@ -36,9 +36,9 @@
 #include <random>
 #include <fstream>
 
-#include "reference/forward.h"
-#include "reference/kv_cache.h"
-#include "reference/synthetic.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "reference/model/synthetic.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -57,7 +57,8 @@ bool known_arch_key(const std::string& suffix) {
 
 // Top-level prefixes that cannot change the forward pass.
 bool informational_key(const std::string& key) {
-  return starts_with(key, "general.") || starts_with(key, "quantize.") || key == "oracle.stop_on_bos";
+  return starts_with(key, "general.") || starts_with(key, "quantize.") || key == "oracle.stop_on_bos" ||
+         key == "oracle.quantized_type";  // written by `oracle quantize`: the tensors' types say the same
 }
 
 // blk.N.<name> tensors of a layer, and the global ones.
@@ -116,6 +117,7 @@ std::vector<GgufKeyRule> gguf_key_table(const std::string& arch) {
       {"quantize.*", "informational", "llama-quantize's imatrix notes"},
       {"tokenizer.*", "delegated", "see docs/tokenizer.md"},
       {"oracle.stop_on_bos", "honoured", "project key: greedy generation stops on BOS"},
+      {"oracle.quantized_type", "informational", "written by `oracle quantize` (the tensor types are read)"},
   };
   for (const ArchKey& k : kArchKeys) rules.push_back({arch + "." + k.suffix, k.use, k.detail});
   return rules;

@@ -7,6 +7,7 @@
 #include "reference/base/errors.h"
 #include "reference/generate/generate.h"
 #include "audit/replay_log.h"
+#include "audit/dumps.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -27,7 +28,22 @@ struct RunOptions {
   std::string mode = "deterministic"; // device backends: deterministic or fast
   std::string kv = "contiguous";      // --kv contiguous|paged (changes no bit)
   std::vector<std::string> logit_bias;  // --logit-bias ID:BIAS (repeatable)
+  std::string dump_logits, dump_trace;  // safetensors dumps (audit/dumps.h)
 };
+
+// --dump-logits / --dump-trace: one teacher-forced forward over prompt + output
+// reproduces every step's logits bit for bit (their SHA-256 is the step's logits_sha256).
+static void write_dumps(const LoadedModel& lm, const RunOptions& o, const GenerateOptions& gen,
+                        const GenerationResult& r) {
+  const DumpInfo info{lm.model.path, lm.model.sha256, lm.tokenizer_sha256, nlohmann::json(gen.sampler).dump(),
+                      kOracleVersion, r.prompt_ids};
+  std::vector<TraceEntry> trace;
+  const std::vector<float> logits =
+      teacher_forced_logits(lm.model, r.prompt_ids, r.output_ids, o.dump_trace.empty() ? nullptr : &trace);
+  if (!o.dump_logits.empty())
+    write_safetensors(o.dump_logits, logits_dump(info, r.output_ids, logits, lm.model.config.vocab_size));
+  if (!o.dump_trace.empty()) write_safetensors(o.dump_trace, trace_dump(info, r.output_ids, trace));
+}
 
 // "ID:BIAS" -> (id, bias); InputError naming --logit-bias otherwise.
 static std::pair<int, float> parse_logit_bias(const std::string& text) {
@@ -94,6 +110,7 @@ static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
   require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
                     s.presence_penalty == 0.0f && s.logit_bias.empty() && s.banned_tokens.empty() &&
                     o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
+                    o.dump_logits.empty() && o.dump_trace.empty() &&
                     !speculative_enabled(o.spec),
                 o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
                 "penalties, --logit-bias, --ban, --stop, --log or speculative options)");
@@ -122,6 +139,8 @@ int run_run(const RunOptions& o) {
   if (require_backend(o.backend)) return run_on_device(lm, o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
+  require_input((o.dump_logits.empty() && o.dump_trace.empty()) || !speculative_enabled(o.spec), "--dump-logits",
+                "option", "speculative runs are not dumped; drop the dump or the speculative options");
   if (speculative_enabled(o.spec))
     return print_speculative_run(lm, o.spec, o.prompt, o.gen.sampler, o.gen.max_tokens, o.ignore_eos,
                                  o.gen.stop_strings, o.model.threads, o.json);
@@ -141,6 +160,7 @@ int run_run(const RunOptions& o) {
                            lm.model.config.seq_len};
     append_log_record(o.log, make_log_record(kOracleVersion, id, o.prompt, gen, r));
   }
+  if (!o.dump_logits.empty() || !o.dump_trace.empty()) write_dumps(lm, o, gen, r);
   if (o.json) {
     const std::string out = run_json(lm, o, r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::printf("%s\n", out.c_str());
@@ -186,6 +206,8 @@ Command setup_run(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
   sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
+  sub->add_option("--dump-logits", opts->dump_logits, "Write every step's float32 logits (safetensors)");
+  sub->add_option("--dump-trace", opts->dump_trace, "Write every traced tensor, per position (safetensors)");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");

@@ -4,6 +4,8 @@
 // (docs/certify.md).
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>

@@ -148,7 +148,7 @@ bool all_pass(const std::vector<ThresholdCheck>& checks) {
 nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& info,
                                 const std::vector<ThresholdCheck>& checks) {
   const GreedySummary& g = r.greedy;
-  return {{"tool", "oracle certify"},
+  nlohmann::json j = {{"tool", "oracle certify"},
           {"tool_version", info.tool_version},
           {"reference", {{"path", info.reference_path}, {"sha256", info.reference_sha256}}},
           {"candidate", {{"path", info.candidate_path}, {"sha256", info.candidate_sha256},
@@ -165,6 +165,9 @@ nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& i
                       {"histogram", g.histogram}}},
           {"thresholds", checks_json(checks)},
           {"verdict", all_pass(checks) ? "PASS" : "FAIL"}};
+  if (info.trained_context > 0)  // --allow-context-extension was needed
+    j["protocol"]["context_extension"] = {{"trained_context", info.trained_context}, {"ctx", r.ctx}};
+  return j;
 }
 
 // ---- Markdown ----------------------------------------------------------------------------

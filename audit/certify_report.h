@@ -19,6 +19,7 @@ struct CertificateInfo {
   std::string tool_version;
   std::string weight_type;          // dominant candidate weight type (or KV_I8)
   bool candidate_kv_int8 = false;
+  int trained_context = 0;          // > 0: --ctx exceeded it (--allow-context-extension)
 };
 
 nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& info,

@@ -1,4 +1,4 @@
-// SwiGLU and residual add — see kernels/elementwise.cuh.
+// SwiGLU, residual add and bias add — see kernels/elementwise.cuh.
 #include "kernels/elementwise.cuh"
 
 #include "numerics/numerics.h"
@@ -18,7 +18,18 @@ __global__ void residual_kernel(float* x, const float* y, long long n) {
   if (k < n) x[k] = oracle::num::add_rn(x[k], y[k]);
 }
 
+// y[r * width + k] += b[k] for every row r.
+__global__ void bias_rows_kernel(float* y, const float* b, int width, long long n) {
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) y[k] = oracle::num::add_rn(y[k], b[k % width]);
+}
+
 }  // namespace
+
+void add_bias_rows(float* y, const float* b, int width, int rows, cudaStream_t stream) {
+  const long long n = (long long)rows * width;
+  if (n > 0) launch(flat_launch(n, kThreads, stream), bias_rows_kernel, y, b, width, n);
+}
 
 void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream) {
   if (n > 0) launch(flat_launch(n, kThreads, stream), swiglu_kernel, gate, up, h, n);

@@ -1,14 +1,16 @@
 #pragma once
 // ============================================================================
-// Elementwise ops: SwiGLU and residual add (version 1).
+// Elementwise ops: SwiGLU, residual add, projection bias add (version 1).
 //
 // Formulas:  swiglu:   h[k] = mul_rn(silu_canonical(gate[k]), up[k]),
 //                      silu(x) = div_rn(x, add_rn(1.0f, exp_canonical(-x)));
 //            residual: x[k] = add_rn(x[k], y[k]).
+//            bias:     y[r*width + k] = add_rn(y[r*width + k], b[k])  (qwen2 q/k/v).
 // Shapes:    flat arrays of n = T * width elements; h may alias gate or up.
 // Thread mapping: one thread per element, 256 per block.
 // Reduction order: none.
-// Matches:   docs/numerics.md §4 "SwiGLU" and "Residual" bit for bit.
+// Matches:   ops::swiglu, ops::residual, ops::add_bias (reference/compute/ops.h) bit for bit
+//            (docs/numerics.md §4 "SwiGLU", "Residual", §4.3 "Bias").
 // ============================================================================
 #include "kernels/launch.h"
 
@@ -16,5 +18,7 @@ namespace oracle::kernels {
 
 void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream = nullptr);
 void residual_add(float* x, const float* y, long long n, cudaStream_t stream = nullptr);
+// y (rows, width), b (width).
+void add_bias_rows(float* y, const float* b, int width, int rows, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -69,6 +69,9 @@ void Backend::attention_block(int l, int n, int max_pos) {
   matmul(w.wq, s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
   matmul(w.wk, s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
   matmul(w.wv, s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
+  if (w.bq.size()) k::add_bias_rows(s_.q.get(), w.bq.get(), q_dim, n);  // qkv_bias models
+  if (w.bk.size()) k::add_bias_rows(s_.k.get(), w.bk.get(), kv_dim, n);
+  if (w.bv.size()) k::add_bias_rows(s_.v.get(), w.bv.get(), kv_dim, n);
   k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
           c.n_heads, c.n_kv_heads, c.head_dim);
   emit("blk.%d.q", l, s_.q, q_dim, 0, n);

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "reference/compute/ops.h"
+#include "reference/compute/rope_table.h"
 #include "reference/model/quant.h"
 
 namespace oracle::optimized {
@@ -72,12 +72,14 @@ DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
     put_matrix(d.w_gate, model, p + "ffn_gate.weight", s.w_gate, c.hidden_dim, c.dim);
     put_matrix(d.w_down, model, p + "ffn_down.weight", s.w_down, c.dim, c.hidden_dim);
     put_matrix(d.w_up, model, p + "ffn_up.weight", s.w_up, c.hidden_dim, c.dim);
+    if (s.bq) put(d.bq, s.bq, q_dim);
+    if (s.bk) put(d.bk, s.bk, kv_dim);
+    if (s.bv) put(d.bv, s.bv, kv_dim);
   }
   const int half = c.head_dim / 2;
-  std::vector<float> freqs(half), cos_t((size_t)c.seq_len * half), sin_t((size_t)c.seq_len * half);
-  ops::rope_freqs(freqs.data(), c.rope_theta, c.head_dim);
+  std::vector<float> cos_t((size_t)c.seq_len * half), sin_t((size_t)c.seq_len * half);
   for (int p = 0; p < c.seq_len; p++)
-    ops::rope_row(&cos_t[(size_t)p * half], &sin_t[(size_t)p * half], freqs.data(), c.head_dim, p);
+    rope_table_row(c, p, &cos_t[(size_t)p * half], &sin_t[(size_t)p * half]);
   rope_cos.upload(cos_t);
   rope_sin.upload(sin_t);
 }

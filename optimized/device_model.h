@@ -2,8 +2,8 @@
 // ============================================================================
 // DeviceModel: the float32 weights of a Model copied to the device (same
 // bits), plus the RoPE cos/sin tables computed once on the host with the
-// reference helpers (ops::rope_freqs / rope_row) so both pipelines rotate by
-// identical floats.
+// reference's rope_table_row (plain or scaled, reference/rope_table.h) so both
+// pipelines rotate by identical floats.
 // ============================================================================
 #include <string>
 #include <vector>
@@ -33,6 +33,7 @@ struct DeviceLayer {
   DeviceMatrix w_gate;            // (hidden_dim, dim)
   DeviceMatrix w_down;            // (dim, hidden_dim)
   DeviceMatrix w_up;              // (hidden_dim, dim)
+  DeviceBuffer<float> bq, bk, bv;  // (q_dim), (kv_dim), (kv_dim) when Config::qkv_bias (else empty)
 };
 
 struct DeviceModelOptions {

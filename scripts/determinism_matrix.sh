@@ -64,7 +64,7 @@ for b in $BUILDS; do
     *) echo "determinism_matrix: unknown build $b" >&2; exit 2 ;;
   esac
   oracle="$ROOT/$b/bin/oracle"
-  common=(run --json --prompt "$PROMPT" --max-tokens "$TOKENS" --temperature 0 --context 512)
+  common=(run --json --prompt "$PROMPT" --max-tokens "$TOKENS" --temperature 0 --context 512 --allow-context-extension)
   for model in "$MODELS/stories260K.bin" "$SHARED/models/gguf/stories260K.gguf"; do
     for threads in 1 2; do
       for chunk in 0 1 3 7; do

@@ -44,6 +44,7 @@ void need(bool ok, const std::string& option, const std::string& why) {
 Model load_at(const std::string& path, int ctx) {
   LoadOptions lo;
   lo.context_length_override = ctx;  // GGUF conversions understate it (PROVENANCE.md)
+  lo.allow_context_extension = true;  // a KLD base file fixes the context it was written with
   return load_model(path, lo);
 }
 

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +34,7 @@ struct CertifyOptions {
   KldCliArgs kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
   bool no_progress = false, quiet = false, json = false, no_png = false;
+  bool allow_context_extension = false;  // --ctx above the models' trained context
 };
 
 // certificate.svg -> certificate.png with rsvg-convert (librsvg2-bin) when it
@@ -124,11 +127,13 @@ static int run_certify(CertifyOptions& a) {
   require_input(!a.reference.empty() && !a.candidate.empty() && !a.corpus.empty(), "--reference", "option",
                 "certify needs --reference, --candidate and --corpus");
   LoadOptions lo;
-  lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
+  lo.context_length_override = a.options.ctx;  // above the file's: --allow-context-extension
+  lo.allow_context_extension = a.allow_context_extension;  // (GGUF conversions understate it, PROVENANCE.md)
   ModelOptions ra;
   ra.model = a.reference;
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
+  ra.allow_context_extension = a.allow_context_extension;
   LoadedModel lm = load_model_and_tokenizer(ra);  // --tokenizer, or the model's own / one beside it
   Model ref = std::move(lm.model);
   ref.vocab = lm.tokenizer.vocab();
@@ -139,6 +144,8 @@ static int run_certify(CertifyOptions& a) {
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,
                        sha256_hex(corpus.data(), corpus.size()), kOracleVersion,
                        dominant_weight_type(cand), a.options.candidate_kv_int8};
+  if (ref.config.context_extended || cand.config.context_extended)
+    info.trained_context = std::min(ref.config.trained_context, cand.config.trained_context);
   if (a.options.candidate_kv_int8 && info.weight_type == "F32") info.weight_type = "KV_I8";
   return finish_certify(a, r, info);
 }
@@ -154,6 +161,8 @@ Command setup_certify(CLI::App& app) {
   sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")
       ->capture_default_str()
       ->each([args](const std::string&) { args->ctx_given = true; });
+  sub->add_flag("--allow-context-extension", args->allow_context_extension,
+                "Allow --ctx above the models' trained context (recorded in the certificate)");
   sub->add_option("--protocol", args->options.protocol, "full (default) or llamacpp")->capture_default_str();
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();

@@ -65,7 +65,10 @@ static ModelOptions model_for(const std::vector<LogLine>& lines, const ReplayOpt
       args.model = r.identity.model;
       if (o.model.tokenizer.empty()) args.tokenizer = r.identity.tokenizer == "embedded" ? "" : r.identity.tokenizer;
     }
-    if (args.context == 0) args.context = r.identity.context;
+    if (args.context == 0) {  // the log's context: the logged run already had to ask for any extension
+      args.context = r.identity.context;
+      args.allow_context_extension = true;
+    }
     return args;
   }
   require_input(!o.model.model.empty(), o.log, "model",

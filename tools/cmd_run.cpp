@@ -133,6 +133,9 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   j["prompt"] = o.prompt;
   j["max_tokens"] = o.gen.max_tokens;
   j["context"] = lm.model.config.seq_len;
+  if (lm.model.config.context_extended)  // only present when the user asked for it
+    j["context_extension"] = {{"trained_context", lm.model.config.trained_context},
+                              {"context", lm.model.config.seq_len}};
   j["threads"] = o.gen.threads;
   j["kv"] = kv_json(o, r);
   const std::string detail = finish_detail(lm, o, r);

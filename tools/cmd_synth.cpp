@@ -19,6 +19,7 @@ struct SynthOptions {
   std::string output;
   std::string tokenizer;  // empty: the byte-level vocabulary
   std::string dtype = "f32";
+  std::vector<std::string> meta;  // KEY=TYPE:VALUE, extra metadata
   bool list = false;
   bool json = false;
 };
@@ -60,11 +61,14 @@ int run_synth(const SynthOptions& o) {
   require_input(o.dtype == "f32" || o.dtype == "f16", o.dtype, "dtype", "must be f32 or f16");
   const SyntheticPreset& preset = synthetic_preset(o.preset);
   const Vocab vocab = synth_vocab(o, preset);
+  std::vector<SynthMeta> meta;  // parsed before the output is opened
+  for (const std::string& m : o.meta) meta.push_back(parse_synth_meta(m));
   std::ofstream file(o.output, std::ios::binary | std::ios::trunc);
   require_input(file.good(), o.output, "output", "cannot open for writing");
   Sha256 hash;
   SynthGgufOptions options;
   options.dtype = o.dtype == "f16" ? DType::F16 : DType::F32;
+  options.meta = meta;
   const uint64_t bytes = write_synthetic_gguf(preset, o.seed, vocab, options,
                                               [&](const void* p, size_t n) {
                                                 file.write((const char*)p, (std::streamsize)n);
@@ -92,6 +96,7 @@ Command setup_synth(CLI::App& app) {
   sub->add_option("--tokenizer,-z", opts->tokenizer,
                   "Vocabulary to embed: llama2.c tokenizer.bin or GGUF (default: byte-level)");
   sub->add_option("--dtype", opts->dtype, "Tensor type: f32 or f16");
+  sub->add_option("--meta", opts->meta, "Extra metadata KEY=TYPE:VALUE (u32, i32, f32, bool, str)");
   sub->add_flag("--list", opts->list, "List the presets");
   sub->add_flag("--json", opts->json, "Print one JSON object");
   return {sub, [opts] { return run_synth(*opts); }};

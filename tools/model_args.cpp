@@ -6,6 +6,7 @@
 #include "reference/model/gguf.h"
 #include "reference/base/sha256.h"
 #include "reference/model/synthetic.h"
+#include "reference/model/loaders.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {
@@ -20,24 +21,30 @@ void add_model_options(CLI::App* sub, ModelOptions& a) {
                   "model's own, or tok<vocab>.bin / tokenizer.bin beside a .bin)");
   sub->add_option("--context", a.context, "Context length override (0: the file's)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--allow-context-extension", a.allow_context_extension,
+                "Allow --context above the model's trained context (recorded in --json)");
   sub->add_option("--threads,-t", a.threads, "Worker threads (changes no bit of the output)")
       ->check(CLI::Range(1, 1024));
 }
 
 // ---- the embedded default ---------------------------------------------------------
-Model embedded_default_model(int context_override) {
+Model embedded_default_model(int context_override, bool allow_context_extension) {
   const SyntheticPreset& preset = synthetic_preset(kDefaultPreset);
   Model m = synthetic_model(preset, kDefaultSeed, synthetic_byte_vocab(preset.config.vocab_size));
   const std::string gguf = synthetic_gguf_bytes(preset, kDefaultSeed, m.vocab);
   m.sha256 = sha256_hex(gguf.data(), gguf.size());
-  if (context_override > 0) m.config.seq_len = context_override;
+  LoadOptions options;
+  options.context_length_override = context_override;
+  options.allow_context_extension = allow_context_extension;
+  apply_context_override(m.config, options, m.path);
   return m;
 }
 
 Model load_model_arg(const ModelOptions& a) {
-  if (a.model.empty()) return embedded_default_model(a.context);
+  if (a.model.empty()) return embedded_default_model(a.context, a.allow_context_extension);
   LoadOptions options;
   options.context_length_override = a.context;
+  options.allow_context_extension = a.allow_context_extension;
   return load_model(a.model, options);
 }
 

@@ -20,6 +20,7 @@ struct ModelOptions {
   std::string tokenizer;  // empty: embedded vocabulary or found beside the model
   int context = 0;        // 0: the file's context length
   int threads = 1;
+  bool allow_context_extension = false;  // --context above the file's trained context
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& args);
@@ -41,6 +42,6 @@ Model load_model_arg(const ModelOptions& args);
 LoadedModel load_model_and_tokenizer(const ModelOptions& args);
 
 // The embedded default model, sha256 = that of the GGUF `oracle synth` writes.
-Model embedded_default_model(int context_override);
+Model embedded_default_model(int context_override, bool allow_context_extension = false);
 
 }  // namespace oracle::tools

@@ -47,19 +47,25 @@ struct Kv {
 
 void write_metadata(Kv& kv, const SyntheticPreset& p, uint64_t seed, const Vocab& v, DType dtype) {
   const Config& c = p.config;
-  kv.str("general.architecture", "llama");
+  const std::string a = c.architecture + ".";
+  kv.str("general.architecture", c.architecture);
   kv.str("general.name", "oracle-synth-" + p.name + "-seed" + std::to_string(seed));
   kv.u32("general.file_type", dtype == DType::F16 ? 1 : 0);
-  kv.u32("llama.context_length", c.seq_len);
-  kv.u32("llama.embedding_length", c.dim);
-  kv.u32("llama.block_count", c.n_layers);
-  kv.u32("llama.feed_forward_length", c.hidden_dim);
-  kv.u32("llama.rope.dimension_count", c.head_dim);
-  kv.u32("llama.attention.head_count", c.n_heads);
-  kv.u32("llama.attention.head_count_kv", c.n_kv_heads);
-  kv.f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  kv.f32("llama.rope.freq_base", c.rope_theta);
-  kv.u32("llama.vocab_size", c.vocab_size);
+  kv.u32(a + "context_length", c.seq_len);
+  kv.u32(a + "embedding_length", c.dim);
+  kv.u32(a + "block_count", c.n_layers);
+  kv.u32(a + "feed_forward_length", c.hidden_dim);
+  kv.u32(a + "rope.dimension_count", c.head_dim);
+  kv.u32(a + "attention.head_count", c.n_heads);
+  kv.u32(a + "attention.head_count_kv", c.n_kv_heads);
+  kv.f32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  kv.f32(a + "rope.freq_base", c.rope_theta);
+  kv.u32(a + "vocab_size", c.vocab_size);
+  if (c.rope.scaling != RopeScaling::None) {  // as convert_hf_to_gguf writes them
+    kv.str(a + "rope.scaling.type", c.rope.scaling == RopeScaling::Yarn ? "yarn" : "linear");
+    kv.f32(a + "rope.scaling.factor", c.rope.factor);
+    if (c.rope.scaling == RopeScaling::Yarn) kv.u32(a + "rope.scaling.original_context_length", c.rope.original_context);
+  }
   kv.str("tokenizer.ggml.model", "llama");
   kv.key("tokenizer.ggml.tokens", kArray);
   kv.out.u32(kString);
@@ -80,9 +86,25 @@ void write_metadata(Kv& kv, const SyntheticPreset& p, uint64_t seed, const Vocab
   kv.boolean("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
 }
 
+void write_meta(Kv& kv, const SynthMeta& m) {
+  switch (m.type) {
+    case 'u': kv.u32(m.key, (uint32_t)std::stoul(m.value)); break;
+    case 'i': kv.key(m.key, kI32); kv.out.u32((uint32_t)(int32_t)std::stol(m.value)); break;
+    case 'f': kv.f32(m.key, std::stof(m.value)); break;
+    case 'b': kv.boolean(m.key, m.value == "true" || m.value == "1"); break;
+    default: kv.str(m.key, m.value);
+  }
+}
+
 // ---- tensors ---------------------------------------------------------------------------
+// rope_freqs (ggml requires F32) and biases stay F32; everything else takes --dtype.
+DType tensor_type(const SyntheticTensor& t, DType dtype) {
+  const bool bias = t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0;
+  return bias || t.name == "rope_freqs.weight" ? DType::F32 : dtype;
+}
+
 uint64_t tensor_bytes(const SyntheticTensor& t, DType dtype) {
-  return (uint64_t)t.n_elements() * (dtype == DType::F16 ? 2 : 4);
+  return (uint64_t)t.n_elements() * (tensor_type(t, dtype) == DType::F16 ? 2 : 4);
 }
 
 uint64_t aligned(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
@@ -93,13 +115,14 @@ void write_tensor_infos(Out& out, const std::vector<SyntheticTensor>& plan, DTyp
     out.str(t.name);
     out.u32((uint32_t)t.shape.size());
     for (int64_t d : t.shape) out.u64((uint64_t)d);
-    out.u32((uint32_t)dtype);
+    out.u32((uint32_t)tensor_type(t, dtype));
     out.u64(offset);
     offset = aligned(offset + tensor_bytes(t, dtype));
   }
 }
 
-void write_tensor_data(Out& out, const SyntheticTensor& t, uint64_t seed, DType dtype) {
+void write_tensor_data(Out& out, const SyntheticTensor& t, uint64_t seed, DType file_dtype) {
+  const DType dtype = tensor_type(t, file_dtype);
   constexpr int64_t kChunk = 1 << 20;  // elements generated per step
   std::vector<float> values;           // (kChunk)
   std::vector<uint16_t> halves;        // (kChunk) F16 only
@@ -135,6 +158,7 @@ uint64_t write_synthetic_gguf(const SyntheticPreset& preset, uint64_t seed, cons
   Out meta_out(to_buffer);
   Kv kv{meta_out};
   write_metadata(kv, preset, seed, vocab, options.dtype);
+  for (const SynthMeta& m : options.meta) write_meta(kv, m);
   Out out(sink);
   out.bytes("GGUF", 4);
   out.u32(3);
@@ -145,6 +169,30 @@ uint64_t write_synthetic_gguf(const SyntheticPreset& preset, uint64_t seed, cons
   out.pad_to(kAlignment);
   for (const SyntheticTensor& t : plan) write_tensor_data(out, t, seed, options.dtype);
   return out.written();
+}
+
+SynthMeta parse_synth_meta(const std::string& text) {
+  const size_t eq = text.find('='), colon = text.find(':', eq == std::string::npos ? 0 : eq);
+  require_input(eq != std::string::npos && eq > 0 && colon != std::string::npos, text, "--meta",
+                "expected KEY=TYPE:VALUE (TYPE u32, i32, f32, bool or str)");
+  const std::string type = text.substr(eq + 1, colon - eq - 1), value = text.substr(colon + 1);
+  SynthMeta m{text.substr(0, eq), 's', value};
+  if (type == "u32" || type == "i32" || type == "f32") {
+    m.type = type[0];
+    size_t used = 0;
+    try {
+      if (m.type == 'f') (void)std::stof(value, &used);
+      else (void)std::stol(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require_input(!value.empty() && used == value.size(), text, "--meta", "bad " + type + " value");
+  } else if (type == "bool") {
+    m.type = 'b';
+  } else {
+    require_input(type == "str", text, "--meta", "unknown type '" + type + "' (u32, i32, f32, bool, str)");
+  }
+  return m;
 }
 
 std::string synthetic_gguf_bytes(const SyntheticPreset& preset, uint64_t seed, const Vocab& vocab) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "reference/model/model.h"
 #include "reference/model/synthetic.h"
@@ -16,8 +17,19 @@ namespace oracle::tools {
 // Receives the file's bytes in order.
 using ByteSink = std::function<void(const void* data, size_t n)>;
 
+// One extra metadata key (`oracle synth --meta KEY=TYPE:VALUE`), written after
+// the preset's keys: e.g. to carry a key the loader must honour or refuse.
+struct SynthMeta {
+  std::string key;
+  char type = 's';  // 'u' u32, 'i' i32, 'f' f32, 'b' bool, 's' string
+  std::string value;
+};
+// "KEY=TYPE:VALUE", TYPE one of u32, i32, f32, bool, str. InputError("--meta", ...) otherwise.
+SynthMeta parse_synth_meta(const std::string& text);
+
 struct SynthGgufOptions {
   DType dtype = DType::F32;  // F32 or F16 (F16: each value rounded to nearest even)
+  std::vector<SynthMeta> meta;
 };
 
 // Returns the number of bytes written.

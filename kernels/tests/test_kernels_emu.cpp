@@ -234,7 +234,7 @@ TEST_CASE("rope kernel is bit-exact with the shared host tables", "[emu][rope]")
 }
 
 // ---- elementwise, embedding -------------------------------------------------------------
-TEST_CASE("swiglu, residual and embedding kernels are bit-exact", "[emu][elementwise]") {
+TEST_CASE("swiglu, residual, bias and embedding kernels are bit-exact", "[emu][elementwise]") {
   std::vector<OpCase> cases;
   uint32_t seed = 500;
   for (int n : {1, 5, 172, 257, 1000}) {
@@ -261,6 +261,21 @@ TEST_CASE("swiglu, residual and embedding kernels are bit-exact", "[emu][element
                        Dev<float> dx(x), dy(y);
                        k::residual_add(dx.get(), dy.get(), n);
                        o.kernel = dx.host();
+                       return o;
+                     }});
+  }
+  for (auto [width, rows] : {std::pair{16, 1}, {64, 3}, {80, 7}}) {  // qwen2 q/k/v bias
+    cases.push_back({shape_label("bias", {{"width", width}, {"rows", rows}}), seed++, [width, rows](uint32_t s) {
+                       std::mt19937 rng(s);
+                       Floats y = random_floats(rng, (size_t)width * rows, 5.0f), b = random_floats(rng, width, 1.0f);
+                       OpOutputs o;
+                       for (int r = 0; r < rows; r++)
+                         for (int k = 0; k < width; k++) o.spec.push_back(add_rn(y[(size_t)r * width + k], b[k]));
+                       o.reference = y;
+                       for (int r = 0; r < rows; r++) ops::add_bias(&o.reference[(size_t)r * width], b.data(), width);
+                       Dev<float> dy(y), db(b);
+                       k::add_bias_rows(dy.get(), db.get(), width, rows);
+                       o.kernel = dy.host();
                        return o;
                      }});
   }

@@ -216,6 +216,31 @@ TEST_CASE("device pipeline: MQA / MHA / GQA synthetic models, chunked prefill + 
   }
 }
 
+// ---- architecture / RoPE-scaling presets: qwen2 biases, Llama 3 factors, linear, YaRN ------------
+TEST_CASE("device pipeline: qwen2, llama3 rope_freqs, linear and YaRN presets, prefill + decode past "
+          "the original context", "[emu][pipeline][arch]") {
+  for (const char* name : {"qwen2-tiny", "llama3-tiny", "linear-tiny", "yarn-tiny"}) {
+    INFO(name);
+    const SyntheticPreset& p = synthetic_preset(name);
+    Model m = synthetic_model(p, 11, Vocab{});
+    optimized::Backend dev(m, {1, 5, 0});
+    KvCache kv(m.config, {});
+    std::vector<int> prompt(70);  // past yarn-tiny's original context (32)
+    for (int i = 0; i < 70; i++) prompt[i] = (i * 53 + 3) % m.config.vocab_size;
+    ForwardOptions all;
+    all.all_logits = true;
+    std::span<const int> pr(prompt);
+    REQUIRE(same_bits("prefill 0..33", forward(m, kv, 0, pr.first(33), all), dev.forward(0, pr.first(33), true)));
+    REQUIRE(same_bits("prefill 33..70", forward(m, kv, 0, pr.subspan(33), all), dev.forward(0, pr.subspan(33), true)));
+    int token = dev.argmax_last().back();
+    for (int step = 0; step < 12; step++) {
+      auto want = forward(m, kv, 0, std::span<const int>(&token, 1));
+      REQUIRE(same_bits("decode", want, dev.forward(0, std::span<const int>(&token, 1))));
+      token = dev.argmax_last()[0];
+    }
+  }
+}
+
 // ---- trace: the same named intermediates, bit for bit (what `oracle diff` compares) ---------------
 namespace {
 struct TraceEntry {

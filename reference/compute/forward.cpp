@@ -15,6 +15,7 @@
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
 #include "reference/model/quantize_rows.h"
+#include "reference/compute/rope_table.h"
 
 namespace oracle {
 
@@ -88,11 +89,14 @@ void embed(const Ctx& cx, RunState& st) {
 
 void rope_rows(const Ctx& cx, RunState& st) {
   int half = cx.c.head_dim / 2;
-  std::vector<float> freqs(half);  // (head_dim / 2)
-  ops::rope_freqs(freqs.data(), cx.c.rope_theta, cx.c.head_dim);
-  for (int r = 0; r < st.n; r++)
-    ops::rope_row(&st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half], freqs.data(),
-                  cx.c.head_dim, cx.rows[r].pos);
+  for (int r = 0; r < st.n; r++)  // plain or scaled table (rope_table.h)
+    rope_table_row(cx.c, cx.rows[r].pos, &st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half]);
+}
+
+// qkv_bias models: y[r] += b after the projection (one add_rn per element).
+void add_bias_rows(float* y, const float* b, int n, int width) {
+  if (!b) return;
+  for (int r = 0; r < n; r++) ops::add_bias(&y[(size_t)r * width], b, width);
 }
 
 // ============================================================================
@@ -152,6 +156,9 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
   ops::matmul(st.q.data(), st.xb.data(), w.wq, st.n, c.dim, q_dim, cx.pool);
   ops::matmul(st.k.data(), st.xb.data(), w.wk, st.n, c.dim, kv_dim, cx.pool);
   ops::matmul(st.v.data(), st.xb.data(), w.wv, st.n, c.dim, kv_dim, cx.pool);
+  add_bias_rows(st.q.data(), w.bq, st.n, q_dim);
+  add_bias_rows(st.k.data(), w.bk, st.n, kv_dim);
+  add_bias_rows(st.v.data(), w.bv, st.n, kv_dim);
   for (int r = 0; r < st.n; r++) {
     const float *cr = &st.rope_cos[(size_t)r * half], *sr = &st.rope_sin[(size_t)r * half];
     ops::rope_apply(&st.q[(size_t)r * q_dim], c.n_heads, c.head_dim, cr, sr);

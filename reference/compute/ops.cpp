@@ -173,6 +173,10 @@ void residual(float* x, const float* y, int n) {
   for (int k = 0; k < n; k++) x[k] = add_rn(x[k], y[k]);
 }
 
+void add_bias(float* y, const float* b, int n) {
+  for (int k = 0; k < n; k++) y[k] = add_rn(y[k], b[k]);
+}
+
 // ---- RoPE ----------------------------------------------------------------------
 void rope_freqs(float* freqs, float theta, int head_dim) {
   for (int i = 0; i < head_dim / 2; i++) freqs[i] = num::rope_freq(theta, i, head_dim);

@@ -39,6 +39,8 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
 void swiglu(float* h, const float* gate, const float* up, int n);
 // x[k] = x[k] + y[k]                                              x, y: (n)
 void residual(float* x, const float* y, int n);
+// y[k] = y[k] + b[k] (projection bias, qwen2 q/k/v)              y, b: (n)
+void add_bias(float* y, const float* b, int n);
 
 // ---- RoPE (interleaved pairs) ------------------------------------------------
 // freqs (head_dim/2): freqs[i] = rope_freq(theta, i, head_dim)

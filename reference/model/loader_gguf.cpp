@@ -1,10 +1,12 @@
-// GGUF -> Model for the `llama` architecture, and the embedded tokenizer -> Vocab.
+// GGUF -> Model for the `llama` and `qwen2` architectures, and the embedded tokenizer -> Vocab.
+#include <cmath>
 #include <cstring>
 
 #include "reference/base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/model/loaders.h"
 #include "reference/model/quant.h"
+#include "reference/model/gguf_keys.h"
 
 namespace oracle {
 
@@ -73,7 +75,7 @@ Vocab load_gguf_vocab(const std::string& path) {
   return vocab_from_gguf(g);
 }
 
-// ---- llama metadata -> Config ---------------------------------------------------------------
+// ---- llama / qwen2 metadata -> Config ---------------------------------------------------------------
 namespace {
 
 int size_key(const GgufFile& g, const std::string& key) {
@@ -91,26 +93,75 @@ bool read_stop_on_bos(const GgufFile& g) {
   return g.has("tokenizer.ggml.seperator_token_id");
 }
 
-Config read_llama_config(const GgufFile& g) {
-  std::string arch = g.get_string("general.architecture");
-  require_input(arch == "llama", g.path(), "general.architecture",
-                "unsupported architecture '" + arch + "' (need llama)");
+// ---- rope.scaling.* -> RopeConfig (docs/numerics.md §4.3) ---------------------------------
+RopeScaling read_scaling_type(const GgufFile& g, const std::string& a, bool has_factor) {
+  const std::string key = a + "rope.scaling.type";
+  // llama.cpp's default type is "linear" (a bare factor scales linearly).
+  const std::string type = g.get_string(key, has_factor ? "linear" : "none");
+  if (type == "none") return RopeScaling::None;
+  if (type == "linear") return RopeScaling::Linear;
+  if (type == "yarn") return RopeScaling::Yarn;
+  throw InputError(g.path(), key, "RoPE scaling '" + type + "' is not implemented (none, linear, yarn)");
+}
+
+// A key llama.cpp does not read for this architecture: accepted only at the value it uses.
+void require_value(const GgufFile& g, const std::string& key, double expected) {
+  if (!g.has(key)) return;
+  const double v = g.get_float(key);
+  require_input(v == expected || std::fabs(v - expected) <= 1e-6 * std::fabs(expected), g.path(), key,
+                "value " + std::to_string(v) + " is not implemented (llama.cpp uses " +
+                    std::to_string(expected) + " for this architecture)");
+}
+
+RopeConfig read_rope(const GgufFile& g, const std::string& a, int context_length) {
+  RopeConfig r;
+  std::string factor_key = a + "rope.scaling.factor";
+  if (!g.has(factor_key) && g.has(a + "rope.scale_linear")) factor_key = a + "rope.scale_linear";
+  const double factor = g.get_float(factor_key, 0.0);  // 0: unset (llama.cpp: freq_scale 1)
+  require_input(std::isfinite(factor) && factor >= 0.0, g.path(), factor_key, "must be a positive number");
+  r.scaling = read_scaling_type(g, a, g.has(factor_key));
+  r.factor = factor == 0.0 ? 1.0f : (float)factor;
+  require_input(r.scaling != RopeScaling::None || r.factor == 1.0f, g.path(), factor_key,
+                "a scaling factor with rope.scaling.type none is contradictory");
+  if (r.scaling == RopeScaling::Linear && r.factor == 1.0f) r.scaling = RopeScaling::None;
+  const std::string orig_key = a + "rope.scaling.original_context_length";
+  r.original_context = g.has(orig_key) ? size_key(g, orig_key) : context_length;
+  r.attn_factor = (float)g.get_float(a + "rope.scaling.attn_factor", 1.0);
+  require_input(std::isfinite(r.attn_factor) && r.attn_factor > 0.0f, g.path(), a + "rope.scaling.attn_factor",
+                "must be a positive number");
+  const bool yarn = r.scaling == RopeScaling::Yarn;
+  require_value(g, a + "rope.scaling.yarn_ext_factor", yarn ? 1.0 : 0.0);
+  require_value(g, a + "rope.scaling.yarn_beta_fast", 32.0);
+  require_value(g, a + "rope.scaling.yarn_beta_slow", 1.0);
+  require_value(g, a + "rope.scaling.yarn_log_multiplier", 0.0);
+  require_value(g, a + "rope.scaling.yarn_attn_factor", r.factor > 1.0f ? 1.0 + 0.1 * std::log((double)r.factor) : 1.0);
+  return r;
+}
+
+Config read_arch_config(const GgufFile& g) {
+  const std::string arch = g.get_string("general.architecture");
+  require_input(arch == "llama" || arch == "qwen2", g.path(), "general.architecture",
+                "unsupported architecture '" + arch + "' (need llama or qwen2)");
+  const std::string a = arch + ".";
   Config c;
-  c.dim = size_key(g, "llama.embedding_length");
-  c.hidden_dim = size_key(g, "llama.feed_forward_length");
-  c.n_layers = size_key(g, "llama.block_count");
-  c.n_heads = size_key(g, "llama.attention.head_count");
-  c.n_kv_heads = g.has("llama.attention.head_count_kv") ? size_key(g, "llama.attention.head_count_kv") : c.n_heads;
-  c.seq_len = size_key(g, "llama.context_length");
-  c.rope_theta = static_cast<float>(g.get_float("llama.rope.freq_base", 10000.0));
-  c.norm_eps = static_cast<float>(g.get_float("llama.attention.layer_norm_rms_epsilon"));
-  require_input(c.dim % c.n_heads == 0, g.path(), "llama.attention.head_count",
+  c.dim = size_key(g, a + "embedding_length");
+  c.hidden_dim = size_key(g, a + "feed_forward_length");
+  c.n_layers = size_key(g, a + "block_count");
+  c.n_heads = size_key(g, a + "attention.head_count");
+  c.n_kv_heads = g.has(a + "attention.head_count_kv") ? size_key(g, a + "attention.head_count_kv") : c.n_heads;
+  c.seq_len = size_key(g, a + "context_length");
+  c.rope_theta = static_cast<float>(g.get_float(a + "rope.freq_base", 10000.0));
+  c.norm_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon"));
+  require_input(c.dim % c.n_heads == 0, g.path(), a + "attention.head_count",
                 std::to_string(c.n_heads) + " does not divide embedding_length " + std::to_string(c.dim));
   c.head_dim = c.dim / c.n_heads;
-  for (const char* key : {"llama.rope.dimension_count", "llama.attention.key_length"})
-    require_input(!g.has(key) || g.get_int(key) == c.head_dim, g.path(), key,
+  for (const std::string key : {"rope.dimension_count", "attention.key_length", "attention.value_length"})
+    require_input(!g.has(a + key) || g.get_int(a + key) == c.head_dim, g.path(), a + key,
                   "must equal the head dimension " + std::to_string(c.head_dim) +
                       " (partial rotary / other head sizes are not supported)");
+  for (const std::string key : {"expert_count", "expert_used_count"})
+    require_input(g.get_int(a + key, 0) == 0, g.path(), a + key, "mixture of experts is not implemented");
+  c.rope = read_rope(g, a, c.seq_len);
   c.stop_on_bos = read_stop_on_bos(g);
   c.architecture = arch;
   return c;
@@ -151,6 +202,35 @@ const float* load_tensor(const GgufFile& g, Model& m, const std::string& name,
   return tensor_f32(need_tensor(g, name, dims), m.weights);
 }
 
+// qwen2 GGUFs keep HF's rotate-half (NEOX) rows in attn_q/attn_k (convert_hf_to_gguf
+// permutes only llama's); they are permuted to interleaved pairs here, biases too.
+// GGUF llama rows are already interleaved pairs.
+const float* load_rope_tensor(const GgufFile& g, Model& m, const std::string& name,
+                              const std::vector<int64_t>& dims, int n_heads) {
+  const float* w = load_tensor(g, m, name, dims);
+  if (m.config.architecture != "qwen2") return w;
+  const int cols = dims.size() == 2 ? (int)dims[0] : 1;
+  return keep_owned(m.weights, unpermute_rotate_half(w, n_heads, m.config.head_dim, cols));
+}
+
+const float* load_optional_rope_tensor(const GgufFile& g, Model& m, const std::string& name,
+                                       const std::vector<int64_t>& dims, int n_heads) {
+  return g.find_tensor(name) ? load_rope_tensor(g, m, name, dims, n_heads) : nullptr;
+}
+
+// Llama 3 frequency factors (one per rotary pair), applied as llama.cpp does: angle / ff.
+void load_freq_factors(const GgufFile& g, Model& m) {
+  const GgufTensorInfo* t = g.find_tensor("rope_freqs.weight");
+  if (!t) return;
+  const int half = m.config.head_dim / 2;
+  require_input(t->ggml_type == (uint32_t)DType::F32, g.path(), t->name, "must be F32");
+  const float* ff = tensor_f32(need_tensor(g, t->name, {half}), m.weights);
+  for (int i = 0; i < half; i++)
+    require_input(std::isfinite(ff[i]) && ff[i] > 0.0f, g.path(), t->name,
+                  "factor " + std::to_string(i) + " is not a positive number");
+  m.config.rope.freq_factors.assign(ff, ff + half);
+}
+
 void load_layer(const GgufFile& g, Model& m, int l) {
   const Config& c = m.config;
   const int64_t dim = c.dim, hid = c.hidden_dim;
@@ -158,14 +238,18 @@ void load_layer(const GgufFile& g, Model& m, int l) {
   const std::string p = "blk." + std::to_string(l) + ".";
   LayerWeights& lw = m.weights.layers[l];
   lw.attn_norm = load_tensor(g, m, p + "attn_norm.weight", {dim});
-  lw.wq = load_tensor(g, m, p + "attn_q.weight", {dim, q});  // GGUF llama rows: interleaved pairs
-  lw.wk = load_tensor(g, m, p + "attn_k.weight", {dim, kv});
+  lw.wq = load_rope_tensor(g, m, p + "attn_q.weight", {dim, q}, c.n_heads);
+  lw.wk = load_rope_tensor(g, m, p + "attn_k.weight", {dim, kv}, c.n_kv_heads);
   lw.wv = load_tensor(g, m, p + "attn_v.weight", {dim, kv});
   lw.wo = load_tensor(g, m, p + "attn_output.weight", {q, dim});
   lw.ffn_norm = load_tensor(g, m, p + "ffn_norm.weight", {dim});
   lw.w_gate = load_tensor(g, m, p + "ffn_gate.weight", {dim, hid});
   lw.w_down = load_tensor(g, m, p + "ffn_down.weight", {hid, dim});
   lw.w_up = load_tensor(g, m, p + "ffn_up.weight", {dim, hid});
+  lw.bq = load_optional_rope_tensor(g, m, p + "attn_q.bias", {q}, c.n_heads);
+  lw.bk = load_optional_rope_tensor(g, m, p + "attn_k.bias", {kv}, c.n_kv_heads);
+  lw.bv = g.find_tensor(p + "attn_v.bias") ? load_tensor(g, m, p + "attn_v.bias", {kv}) : nullptr;
+  if (lw.bq || lw.bk || lw.bv) m.config.qkv_bias = true;
 }
 
 // output.weight absent, or a byte-identical copy of token_embd (what the llama2.c
@@ -187,6 +271,7 @@ void load_weights(const GgufFile& g, Model& m) {
   for (int l = 0; l < m.config.n_layers; l++) load_layer(g, m, l);
   m.weights.final_norm = load_tensor(g, m, "output_norm.weight", {dim});
   load_classifier(g, m);
+  load_freq_factors(g, m);
 }
 
 // The vocabulary size comes from token_embd.weight (ne[1]); llama.vocab_size and
@@ -197,8 +282,8 @@ int read_vocab_size(const GgufFile& g, int dim) {
   require_input(emb->dims.size() == 2 && emb->dims[0] == dim, g.path(), "token_embd.weight",
                 "shape " + dims_text(emb->dims) + " but the config needs [" + std::to_string(dim) + ", n_vocab]");
   int64_t n = emb->dims[1];
-  require_input(!g.has("llama.vocab_size") || g.get_int("llama.vocab_size") == n, g.path(),
-                "llama.vocab_size", "disagrees with token_embd.weight (" + std::to_string(n) + " rows)");
+  const std::string key = g.get_string("general.architecture") + ".vocab_size";
+  require_input(!g.has(key) || g.get_int(key) == n, g.path(), key, "disagrees with token_embd.weight (" + std::to_string(n) + " rows)");
   return static_cast<int>(n);
 }
 
@@ -226,13 +311,14 @@ Model load_gguf(const std::string& path, const LoadOptions& options) {
   m.file = g.file();
   m.path = path;
   m.format = "gguf";
-  m.config = read_llama_config(g);
+  m.config = read_arch_config(g);
+  check_gguf_keys(g, m.config.architecture, m.config.n_layers);
   m.config.vocab_size = read_vocab_size(g, m.config.dim);
   validate_config(m.config, path);
   load_weights(g, m);
   read_embedded_vocab(g, m);
   fill_tensor_table(g, m);
-  apply_context_override(m.config, options);
+  apply_context_override(m.config, options, path);
   return m;
 }
 

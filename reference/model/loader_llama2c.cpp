@@ -115,7 +115,7 @@ Model load_llama2c(const std::string& path, const LoadOptions& options) {
   m.config = read_llama2c_header(*m.file);
   validate_config(m.config, path);
   take_all(*m.file, m);
-  apply_context_override(m.config, options);
+  apply_context_override(m.config, options, path);
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "reference/base/errors.h"
 #include "reference/model/loaders.h"
 #include "reference/model/quant.h"
+#include "reference/model/rope_factors.h"
 
 namespace oracle {
 
@@ -153,12 +155,92 @@ json read_config_json(const std::string& file) {
   return j;
 }
 
+// ---- config.json keys: honoured, checked, informational; anything else refused ----------------
+// (docs/formats.md "config.json fields"). Informational keys cannot change the logits.
+const char* const kHfInformational[] = {
+    "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id",
+    "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "pretraining_tp", "_name_or_path",
+    "attention_dropout", "hidden_dropout", "tokenizer_class", "max_window_layers", "use_sliding_window",
+    "sliding_window", "attention_bias", "mlp_bias", "rope_scaling", "hidden_act", "head_dim",
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "vocab_size", "max_position_embeddings", "rope_theta", "rms_norm_eps",
+    "tie_word_embeddings", "is_llama_config", "rope_interleaved", "unk_token_id",
+};
+
+void check_hf_keys(const json& j, const std::string& file) {
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kHfInformational) known = known || key == k;
+    require_input(known, file, key, "config.json field not implemented (it may change the math; refused "
+                                    "rather than ignored)");
+  }
+  const std::string type = j.value("model_type", std::string("llama"));
+  require_input(type == "llama" || type == "mistral" || type == "qwen2", file, "model_type",
+                "need llama, mistral or qwen2");
+  require_input(j.value("hidden_act", std::string("silu")) == "silu", file, "hidden_act", "need silu");
+  require_input(!j.value("mlp_bias", false), file, "mlp_bias", "MLP biases are not implemented");
+  // HF llama's attention_bias adds o_proj.bias too, which the forward pass does not have.
+  require_input(!j.value("attention_bias", false), file, "attention_bias",
+                "attention biases (incl. o_proj) are not implemented; qwen2's q/k/v biases are");
+  require_input(!j.value("rope_interleaved", false), file, "rope_interleaved", "must be false");
+  require_input(j.value("pretraining_tp", 1) == 1, file, "pretraining_tp", "must be 1");
+}
+
+// A sliding window that never hides a position of the context is a no-op.
+void check_sliding_window(const json& j, const std::string& file, int context) {
+  const bool used = j.value("model_type", std::string()) != "qwen2" || j.value("use_sliding_window", false);
+  if (!used || !j.contains("sliding_window") || j["sliding_window"].is_null()) return;
+  require_input(j["sliding_window"].is_number_integer() && j["sliding_window"].get<int64_t>() >= context,
+                file, "sliding_window", "sliding-window attention is not implemented (window below the context)");
+}
+
+// rope_scaling: linear, yarn (ggml's YaRN, llama.cpp defaults), llama3 (frequency factors).
+void check_rope_extra(const json& r, const std::string& file, const char* key, double expected) {
+  require_input(!r.contains(key) || (r[key].is_number() && r[key].get<double>() == expected), file,
+                std::string("rope_scaling.") + key, "only " + std::to_string(expected) + " is implemented");
+}
+
+std::vector<float> llama3_freq_factors(const json& r, const std::string& file, float theta, int head_dim);
+
+RopeConfig read_hf_rope(const json& j, const std::string& file, Config& c) {
+  RopeConfig rope;
+  if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return rope;
+  const json& r = j["rope_scaling"];
+  require_input(r.is_object(), file, "rope_scaling", "must be an object or null");
+  const std::string type = r.value("rope_type", r.value("type", std::string()));
+  const float factor = cfg_float(r, "factor", file, 1.0f);
+  require_input(factor > 0.0f, file, "rope_scaling.factor", "must be positive");
+  if (type == "linear") {
+    rope.scaling = factor == 1.0f ? RopeScaling::None : RopeScaling::Linear;
+  } else if (type == "yarn") {
+    rope.scaling = RopeScaling::Yarn;
+    rope.original_context = cfg_int(r, "original_max_position_embeddings", file, c.seq_len);
+    check_rope_extra(r, file, "beta_fast", 32.0);
+    check_rope_extra(r, file, "beta_slow", 1.0);
+    check_rope_extra(r, file, "extrapolation_factor", 1.0);
+    require_input(!r.contains("attention_factor") && !r.contains("mscale") && !r.contains("mscale_all_dim"),
+                  file, "rope_scaling.attention_factor", "not implemented (llama.cpp's mscale is 1 + 0.1 ln factor)");
+  } else if (type == "llama3") {
+    rope.freq_factors = llama3_freq_factors(r, file, c.rope_theta, c.head_dim);
+    return rope;
+  } else {
+    throw InputError(file, "rope_scaling", "RoPE scaling '" + type + "' is not implemented (linear, yarn, llama3)");
+  }
+  rope.factor = factor;
+  return rope;
+}
+
+// convert_hf_to_gguf's rope_freqs for rope_type llama3 (rope_table.h).
+std::vector<float> llama3_freq_factors(const json& r, const std::string& file, float theta, int head_dim) {
+  const double factor = cfg_float(r, "factor", file, 8.0f), lo = cfg_float(r, "low_freq_factor", file, 1.0f);
+  const double hi = cfg_float(r, "high_freq_factor", file, 4.0f);
+  require_input(hi > lo && lo > 0.0, file, "rope_scaling.high_freq_factor", "must exceed low_freq_factor > 0");
+  return llama3_rope_factors(theta, head_dim, factor, lo, hi, cfg_int(r, "original_max_position_embeddings", file, 8192));
+}
+
 Config read_hf_config(const std::string& file) {
   const json j = read_config_json(file);
-  require_input(j.value("model_type", std::string("llama")) == "llama", file, "model_type", "need llama");
-  require_input(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), file, "rope_scaling",
-                "RoPE scaling is not supported");
-  require_input(j.value("hidden_act", std::string("silu")) == "silu", file, "hidden_act", "need silu");
+  check_hf_keys(j, file);
   Config c;
   c.dim = cfg_int(j, "hidden_size", file);
   c.hidden_dim = cfg_int(j, "intermediate_size", file);
@@ -173,6 +255,10 @@ Config read_hf_config(const std::string& file) {
   require_input(cfg_int(j, "head_dim", file, c.head_dim) == c.head_dim, file, "head_dim",
                 "must equal hidden_size / num_attention_heads");
   c.tied_classifier = j.value("tie_word_embeddings", false);
+  c.architecture = j.value("model_type", std::string("llama")) == "qwen2" ? "qwen2" : "llama";
+  c.qkv_bias = c.architecture == "qwen2";
+  check_sliding_window(j, file, c.seq_len);
+  c.rope = read_hf_rope(j, file, c);
   return c;
 }
 
@@ -180,11 +266,25 @@ Config read_hf_config(const std::string& file) {
 struct StModel {
   Model& m;
   StTable table;
+  std::set<std::string> used;  // names need() handed out; every other tensor is refused
 };
+
+// A tensor nothing reads would be silently skipped: refuse it (HF's rotary
+// inv_freq buffer is derived from rope_theta; a tied model may repeat lm_head).
+void check_all_used(const StModel& s) {
+  for (const auto& [name, t] : s.table) {
+    const std::string inv = "rotary_emb.inv_freq";
+    const bool derived = name.size() > inv.size() && name.compare(name.size() - inv.size(), inv.size(), inv) == 0;
+    const bool tied_copy = name == "lm_head.weight" && s.m.config.tied_classifier;
+    require_input(s.used.count(name) || derived || tied_copy, t.file, name,
+                  "tensor not implemented for " + s.m.config.architecture + " (refused rather than ignored)");
+  }
+}
 
 const StTensor& need(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
   auto it = s.table.find(name);
   require_input(it != s.table.end(), s.m.path, name, "missing tensor");
+  s.used.insert(name);
   auto text = [](const std::vector<int64_t>& v) {
     std::string r;
     for (int64_t d : v) r += (r.empty() ? "" : ", ") + std::to_string(d);
@@ -220,6 +320,13 @@ void load_layer(StModel& s, int l) {
   lw.attn_norm = load_tensor(s, p + "input_layernorm.weight", {dim});
   lw.wq = load_rope_rows(s, p + "self_attn.q_proj.weight", c.n_heads);
   lw.wk = load_rope_rows(s, p + "self_attn.k_proj.weight", c.n_kv_heads);
+  if (c.qkv_bias) {  // qwen2: q/k biases permuted like their rows
+    lw.bq = keep_owned(s.m.weights, unpermute_rotate_half(load_tensor(s, p + "self_attn.q_proj.bias", {q}),
+                                                          c.n_heads, c.head_dim, 1));
+    lw.bk = keep_owned(s.m.weights, unpermute_rotate_half(load_tensor(s, p + "self_attn.k_proj.bias", {kv}),
+                                                          c.n_kv_heads, c.head_dim, 1));
+    lw.bv = load_tensor(s, p + "self_attn.v_proj.bias", {kv});
+  }
   lw.wv = load_tensor(s, p + "self_attn.v_proj.weight", {kv, dim});
   lw.wo = load_tensor(s, p + "self_attn.o_proj.weight", {dim, q});
   lw.ffn_norm = load_tensor(s, p + "post_attention_layernorm.weight", {dim});
@@ -263,8 +370,9 @@ Model load_safetensors(const std::string& path, const LoadOptions& options) {
   }
   m.file = m.extra_files.front();
   load_weights(s);
+  check_all_used(s);
   fill_tensor_table(s.table, m);
-  apply_context_override(m.config, options);
+  apply_context_override(m.config, options, path);
   return m;
 }
 

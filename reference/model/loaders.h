@@ -22,8 +22,10 @@ Model load_safetensors(const std::string& path, const LoadOptions& options);
 // n_heads * head_dim == dim, n_heads % n_kv_heads == 0); InputError names the field.
 void validate_config(const Config& c, const std::string& path);
 
-// Applies LoadOptions::context_length_override.
-void apply_context_override(Config& c, const LoadOptions& options);
+// Applies LoadOptions::context_length_override: records trained_context, and
+// refuses (InputError(path, "context_length")) a longer context unless
+// allow_context_extension is set (then context_extended = true).
+void apply_context_override(Config& c, const LoadOptions& options, const std::string& path);
 
 // Moves a converted tensor into weights.owned and returns a stable pointer to it.
 const float* keep_owned(Weights& w, std::vector<float> data);

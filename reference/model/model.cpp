@@ -28,8 +28,16 @@ void validate_config(const Config& c, const std::string& path) {
   require_input(c.rope_theta > 0.0f, path, "rope_theta", "must be positive");
 }
 
-void apply_context_override(Config& c, const LoadOptions& options) {
-  if (options.context_length_override > 0) c.seq_len = options.context_length_override;
+void apply_context_override(Config& c, const LoadOptions& options, const std::string& path) {
+  c.trained_context = c.seq_len;
+  const int want = options.context_length_override;
+  if (want <= 0) return;
+  require_input(want <= c.seq_len || options.allow_context_extension, path, "context_length",
+                "--context " + std::to_string(want) + " exceeds the trained context " +
+                    std::to_string(c.seq_len) +
+                    " (positions past it were never trained; pass --allow-context-extension to run anyway)");
+  c.context_extended = want > c.seq_len;
+  c.seq_len = want;
 }
 
 const float* keep_owned(Weights& w, std::vector<float> data) {

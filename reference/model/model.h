@@ -15,6 +15,23 @@
 namespace oracle {
 
 // ---- Config -----------------------------------------------------------------
+// RoPE scaling as llama.cpp applies it (docs/numerics.md "Scaled RoPE table").
+enum class RopeScaling { None, Linear, Yarn };
+
+struct RopeConfig {
+  RopeScaling scaling = RopeScaling::None;
+  float factor = 1.0f;          // rope.scaling.factor: freq_scale = 1 / factor (Linear, Yarn)
+  int original_context = 0;     // rope.scaling.original_context_length (Yarn corr dims)
+  float attn_factor = 1.0f;     // rope.scaling.attn_factor: multiplies every cos/sin
+  float beta_fast = 32.0f;      // YaRN ramp ends (llama.cpp's defaults; other values refused)
+  float beta_slow = 1.0f;
+  std::vector<float> freq_factors;  // (head_dim / 2) rope_freqs.weight (Llama 3); empty: none
+  // No scaling, no factors, attn_factor 1: the original float32 table (bit-identical).
+  bool plain() const {
+    return scaling == RopeScaling::None && freq_factors.empty() && attn_factor == 1.0f;
+  }
+};
+
 struct Config {
   int dim = 0;          // residual stream width
   int hidden_dim = 0;   // FFN inner width
@@ -25,7 +42,13 @@ struct Config {
   int vocab_size = 0;
   int seq_len = 0;      // context length (overridable at load)
   float rope_theta = 10000.0f;
+  RopeConfig rope;      // scaling / frequency factors on top of rope_theta
   float norm_eps = 1e-5f;
+  bool qkv_bias = false;  // q/k/v projections add a bias (qwen2; optional in llama)
+  // The context the file declares; seq_len > trained_context only with
+  // LoadOptions::allow_context_extension (then context_extended is true).
+  int trained_context = 0;
+  bool context_extended = false;
   bool tied_classifier = true;  // LM head shares the token embedding
   // llama2.c models delimit stories with BOS: greedy generation stops on it.
   bool stop_on_bos = false;
@@ -43,6 +66,10 @@ struct LayerWeights {
   const float* w_gate = nullptr;     // (hidden_dim, dim)   llama2.c w1
   const float* w_down = nullptr;     // (dim, hidden_dim)   llama2.c w2
   const float* w_up = nullptr;       // (hidden_dim, dim)   llama2.c w3
+  // Projection biases (Config::qkv_bias), null otherwise; rows permuted like wq/wk.
+  const float* bq = nullptr;         // (n_heads * head_dim)
+  const float* bk = nullptr;         // (n_kv_heads * head_dim)
+  const float* bv = nullptr;         // (n_kv_heads * head_dim)
 };
 
 struct Weights {
@@ -105,6 +132,8 @@ struct Model {
 
 struct LoadOptions {
   int context_length_override = 0;  // 0 = keep the file's context length
+  // An override above the file's context length is an InputError unless set.
+  bool allow_context_extension = false;
   bool compute_sha256 = true;
 };
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "reference/base/errors.h"
+#include "reference/model/loaders.h"
+#include "reference/model/rope_factors.h"
 
 namespace oracle {
 
@@ -25,6 +27,23 @@ static Config make_config(int dim, int hidden, int layers, int heads, int kv_hea
   return c;
 }
 
+// The tiny shape with one architecture / RoPE switch (llama.cpp cross-checks, docs/formats.md).
+static Config tiny_variant(const char* arch, RopeScaling scaling, float factor, int original_context) {
+  Config c = make_config(64, 176, 2, 4, 2, 384, 256, true, 10000.0f);
+  c.architecture = arch;
+  c.qkv_bias = c.architecture == "qwen2";
+  c.rope.scaling = scaling;
+  c.rope.factor = factor;
+  c.rope.original_context = original_context;
+  return c;
+}
+
+static Config tiny_llama3() {
+  Config c = make_config(64, 176, 2, 4, 2, 384, 256, true, 500000.0f);
+  c.rope.freq_factors = llama3_rope_factors(500000.0, c.head_dim, 8.0, 1.0, 4.0, 64.0);
+  return c;
+}
+
 const std::vector<SyntheticPreset>& synthetic_presets() {
   static const std::vector<SyntheticPreset> presets = {
       {"tiny", "embedded default: dim 64, 2 layers, 4 heads / 2 KV heads, byte-level vocab 384",
@@ -35,6 +54,14 @@ const std::vector<SyntheticPreset>& synthetic_presets() {
        make_config(256, 688, 4, 8, 2, 512, 512, false, 10000.0f), true},
       {"llama3-8b", "Llama 3 8B shape: dim 4096, 32 layers, 32 heads / 8 KV heads, vocab 128256",
        make_config(4096, 14336, 32, 32, 8, 128256, 8192, false, 500000.0f), true},
+      {"qwen2-tiny", "tiny shape, architecture qwen2: q/k/v biases, NEOX (rotate-half) rows in the file",
+       tiny_variant("qwen2", RopeScaling::None, 1.0f, 0), true},
+      {"llama3-tiny", "tiny shape, theta 500000, Llama 3 rope_freqs (factor 8, low 1, high 4, original 64)",
+       tiny_llama3(), true},
+      {"linear-tiny", "tiny shape, linear RoPE scaling factor 4",
+       tiny_variant("llama", RopeScaling::Linear, 4.0f, 0), true},
+      {"yarn-tiny", "tiny shape, YaRN RoPE scaling factor 4, original context 32",
+       tiny_variant("llama", RopeScaling::Yarn, 4.0f, 32), true},
   };
   return presets;
 }
@@ -82,9 +109,18 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Config& c) {
     plan.push_back(matrix(b + "ffn_gate.weight", c.dim, c.hidden_dim));
     plan.push_back(matrix(b + "ffn_down.weight", c.hidden_dim, c.dim));
     plan.push_back(matrix(b + "ffn_up.weight", c.dim, c.hidden_dim));
+    if (c.qkv_bias)
+      for (auto [name, n] : {std::pair{"attn_q.bias", q_dim}, {"attn_k.bias", kv_dim}, {"attn_v.bias", kv_dim}})
+        plan.push_back({b + name, {n}, 0.25f, false});
   }
+
   plan.push_back(norm("output_norm.weight", c.dim));
   if (!c.tied_classifier) plan.push_back(matrix("output.weight", c.dim, c.vocab_size));
+  if (!c.rope.freq_factors.empty()) {  // last; values fixed by the config, not drawn
+    SyntheticTensor t{"rope_freqs.weight", {(int64_t)c.rope.freq_factors.size()}, 0.0f, false};
+    t.fixed = c.rope.freq_factors;
+    plan.push_back(t);
+  }
   return plan;
 }
 
@@ -103,6 +139,10 @@ static uint64_t fnv1a64(const std::string& s) {
 
 void synthetic_fill(const SyntheticTensor& t, uint64_t seed, int64_t first, int64_t n,
                     float* out) {
+  if (!t.fixed.empty()) {
+    for (int64_t i = 0; i < n; i++) out[i] = t.fixed[(size_t)(first + i)];
+    return;
+  }
   const uint64_t key = splitmix64_mix(seed) ^ fnv1a64(t.name);
   const float two_pow_m24 = 1.0f / 16777216.0f;  // exact power of two
   for (int64_t i = 0; i < n; i++) {
@@ -176,6 +216,16 @@ static const float* owned_tensor(Model& m, const SyntheticTensor& t, uint64_t se
   return buf.data();
 }
 
+// The plan holds the file's values; a qwen2 file stores q/k rows rotate-half,
+// so the in-memory model permutes them to interleaved pairs as load_gguf does.
+static void permute_qwen2(Model& m, LayerWeights& w) {
+  const Config& c = m.config;
+  w.wq = keep_owned(m.weights, unpermute_rotate_half(w.wq, c.n_heads, c.head_dim, c.dim));
+  w.wk = keep_owned(m.weights, unpermute_rotate_half(w.wk, c.n_kv_heads, c.head_dim, c.dim));
+  if (w.bq) w.bq = keep_owned(m.weights, unpermute_rotate_half(w.bq, c.n_heads, c.head_dim, 1));
+  if (w.bk) w.bk = keep_owned(m.weights, unpermute_rotate_half(w.bk, c.n_kv_heads, c.head_dim, 1));
+}
+
 Model synthetic_model(const SyntheticPreset& preset, uint64_t seed, Vocab vocab) {
   Model m;
   m.config = preset.config;
@@ -183,7 +233,7 @@ Model synthetic_model(const SyntheticPreset& preset, uint64_t seed, Vocab vocab)
   m.path = "synthetic:" + preset.name + ":" + std::to_string(seed);
   m.vocab = std::move(vocab);
   const std::vector<SyntheticTensor> plan = synthetic_tensor_plan(m.config);
-  m.weights.owned.reserve(plan.size());  // pointers into `owned` must stay valid
+  m.weights.owned.reserve(plan.size() * 2);  // pointers into `owned` must stay valid
   m.weights.layers.resize(m.config.n_layers);
   size_t i = 0;
   m.weights.token_embedding = owned_tensor(m, plan[i++], seed);
@@ -197,10 +247,18 @@ Model synthetic_model(const SyntheticPreset& preset, uint64_t seed, Vocab vocab)
     w.w_gate = owned_tensor(m, plan[i++], seed);
     w.w_down = owned_tensor(m, plan[i++], seed);
     w.w_up = owned_tensor(m, plan[i++], seed);
+    if (m.config.qkv_bias) {
+      w.bq = owned_tensor(m, plan[i++], seed);
+      w.bk = owned_tensor(m, plan[i++], seed);
+      w.bv = owned_tensor(m, plan[i++], seed);
+    }
+    if (m.config.architecture == "qwen2") permute_qwen2(m, w);
   }
+
   m.weights.final_norm = owned_tensor(m, plan[i++], seed);
   m.weights.classifier =
       m.config.tied_classifier ? m.weights.token_embedding : owned_tensor(m, plan[i++], seed);
+  if (!m.config.rope.freq_factors.empty()) owned_tensor(m, plan[i++], seed);  // rope_freqs.weight
   return m;
 }
 

@@ -43,6 +43,7 @@ struct SyntheticTensor {
   std::vector<int64_t> shape;  // ggml order: shape[0] is the row length
   float scale = 0.0f;          // half-width of the uniform distribution
   bool is_norm = false;        // values centred on 1 instead of 0
+  std::vector<float> fixed;    // non-empty: these values (rope_freqs.weight), not drawn
   int64_t n_elements() const;
 };
 

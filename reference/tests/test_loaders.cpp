@@ -68,6 +68,7 @@ TEST_CASE("loaders: llama2.c .bin and its GGUF conversion give identical weights
     Model bin = load_model(fixture(p.bin));
     LoadOptions opt;
     opt.context_length_override = bin.config.seq_len;  // the converter wrote 128
+    opt.allow_context_extension = true;
     Model gguf = load_model(fixture(p.gguf), opt);
     CHECK(bin.format == "llama2c");
     CHECK(gguf.format == "gguf");
@@ -120,7 +121,12 @@ TEST_CASE("loaders: GGUF metadata, context override, converter stop-on-BOS rule"
   CHECK(g.tensors[0].shape == std::vector<int64_t>{64, 512});
   LoadOptions opt;
   opt.context_length_override = 512;
-  CHECK(load_model(fixture("gguf/stories260K.gguf"), opt).config.seq_len == 512);
+  CHECK_THROWS_AS(load_model(fixture("gguf/stories260K.gguf"), opt), InputError);  // above the file's 128
+  opt.allow_context_extension = true;
+  const Model extended = load_model(fixture("gguf/stories260K.gguf"), opt);
+  CHECK(extended.config.seq_len == 512);
+  CHECK(extended.config.trained_context == 128);
+  CHECK(extended.config.context_extended);
 }
 
 TEST_CASE("loaders: GGUF embedded vocabulary equals the llama2.c tokenizer.bin", "[loaders]") {

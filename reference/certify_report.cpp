@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/svg_plot.h"
 
@@ -72,10 +73,7 @@ std::string pm(const MeanSe& m, bool percent = false) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  require_input(out.good(), path, "output", "cannot write the file");
-  out << text;
-  require_input(out.good(), path, "output", "write failed");
+  write_file_atomic(path, "output", text);
 }
 
 }  // namespace

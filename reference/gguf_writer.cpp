@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/quant.h"
 
@@ -183,17 +184,15 @@ void GgufWriter::write(const std::string& path) const {
     o.put<uint64_t>(offset);
     offset += (t.bytes.size() + alignment_ - 1) / alignment_ * alignment_;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  require_input(out.good(), path, "file", "cannot open for writing");
+  AtomicWriter out(path, "file");  // temp + rename: a failed write leaves any previous file intact
   o.pad_to(alignment_);
-  out.write(reinterpret_cast<const char*>(o.bytes.data()), static_cast<std::streamsize>(o.bytes.size()));
+  out.write(o.bytes.data(), o.bytes.size());
   const std::vector<uint8_t> zeros(alignment_, 0);
   for (const Tensor& t : tensors_) {
-    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-    out.write(reinterpret_cast<const char*>(zeros.data()),
-              static_cast<std::streamsize>((alignment_ - t.bytes.size() % alignment_) % alignment_));
+    out.write(t.bytes.data(), t.bytes.size());
+    out.write(zeros.data(), (alignment_ - t.bytes.size() % alignment_) % alignment_);
   }
-  require_input(out.good(), path, "file", "write failed");
+  out.commit();
 }
 
 }  // namespace oracle

@@ -116,11 +116,19 @@ static void print_human(const nlohmann::json& j) {
               j["rss_anon"].get<unsigned long long>());
 }
 
+// The target's tokenizer, for checking a draft model's vocabulary piece by piece.
+static Vocab target_vocab(const BenchOptions& o) {
+  if (o.spec.draft_model.empty()) return {};
+  return load_model_and_tokenizer(o.model).tokenizer.vocab();
+}
+
 int run_bench(const BenchOptions& o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
-  require_input(o.prompt_tokens + o.decode_tokens <= m.config.seq_len, m.path, "context_length",
-                std::to_string(o.prompt_tokens + o.decode_tokens) + " positions do not fit a context of " +
+  parse_mode(o.mode);  // a bad --mode is refused for every backend
+  const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
+  require_input(positions <= m.config.seq_len, m.path, "context_length",
+                std::to_string(positions) + " positions do not fit a context of " +
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
   if (require_backend(o.backend)) {  // device pipeline: speed and achieved bandwidth only
     require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
@@ -137,7 +145,8 @@ int run_bench(const BenchOptions& o) {
   const ProbeResult probe = probe_weights(m, o.probe_repeats);
   nlohmann::json j = bench_json(m, o, t, kv, before, probe);
   if (speculative_enabled(o.spec))
-    j.update(bench_speculative(m, o.spec, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens, o.model.threads));
+    j.update(bench_speculative(m, o.spec, target_vocab(o), bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,
+                               o.model.threads));
   if (o.json) std::printf("%s\n", j.dump().c_str());
   else print_human(j);
   if (!o.json && speculative_enabled(o.spec)) print_speculative_bench(j);
@@ -149,11 +158,11 @@ Command setup_bench(CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "Measure prefill/decode speed, KV cache and memory");
   add_model_options(sub, opts->model);
   sub->add_option("--prompt-tokens", opts->prompt_tokens, "Tokens prefilled in one forward call")
-      ->check(CLI::PositiveNumber);
+      ->check(int_in<int>(1, 1 << 24));
   sub->add_option("--decode-tokens", opts->decode_tokens, "Tokens decoded one at a time")
-      ->check(CLI::PositiveNumber);
+      ->check(int_in<int>(1, 1 << 24));
   sub->add_option("--probe-repeats", opts->probe_repeats, "Passes of the bandwidth probe (best taken)")
-      ->check(CLI::Range(1, 100));
+      ->check(int_in<int>(1, 100));
   sub->add_flag("--json", opts->json, "Print one JSON object");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "reference/certify.h"
 #include "reference/certify_report.h"
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/sha256.h"
 #include "tools/commands.h"
@@ -24,11 +26,7 @@ struct CertifyArgs {
 };
 
 static std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require_input(in.good(), path, "corpus", "cannot open the corpus");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path, "corpus");
 }
 
 // A one-line progress bar on stderr, only when stderr is a terminal.
@@ -61,7 +59,17 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
   for (const std::string& p : paths) std::printf("wrote %s\n", p.c_str());
 }
 
+// Everything that can be checked before the (long) scoring: the thresholds file
+// parses, and --out is a directory or can become one.
+static void check_before_scoring(const CertifyArgs& a) {
+  if (!a.thresholds.empty()) load_thresholds(a.thresholds, {});
+  std::error_code ec;
+  require_input(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec), a.out, "output",
+                "exists and is not a directory (--out names the certificate's directory)");
+}
+
 static int run_certify(CertifyArgs& a) {
+  check_before_scoring(a);
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
   Model ref = load_model(a.reference, lo);
@@ -87,22 +95,24 @@ Command setup_certify(CLI::App& app) {
   sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF)")->required();
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)")->required();
   sub->add_option("--corpus", args->corpus, "UTF-8 text to score")->required();
-  sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")->capture_default_str();
+  sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")->capture_default_str()->check(int_in<int>(4, 1 << 24));
   sub->add_option("--protocol", args->options.protocol, "full (default) or llamacpp")->capture_default_str();
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
-  sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str();
-  sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)");
+  sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str()
+      ->check(int_in<int>(1, 1024));
+  sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)")
+      ->check(int_in<int>(0));
   sub->add_flag("--candidate-kv-int8", args->options.candidate_kv_int8,
                 "Candidate stores its KV cache as per-row int8 (I8_ROW)");
   sub->add_option("--greedy-prompts", args->options.greedy_prompts, "Prompts for greedy agreement")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(0, 1 << 20));
   sub->add_option("--greedy-prompt-tokens", args->options.greedy_prompt_tokens, "Prompt length")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(0, 1 << 24));
   sub->add_option("--greedy-steps", args->options.greedy_steps, "Greedy tokens per prompt")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(1, 1 << 24));
   sub->add_flag("!--no-progress", args->progress, "No progress bar");
-  return {sub, [args] { return guarded("certify", [args] { return run_certify(*args); }); }};
+  return {sub, [args] { return run_certify(*args); }};
 }
 
 }  // namespace oracle::tools

@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
+#include "reference/json_util.h"
 #include "reference/generate.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
@@ -103,7 +106,7 @@ static std::string run_command(const json& r) {
 
 static GenerateOptions options_of(const json& r, int threads, int prefill_chunk) {
   GenerateOptions o;
-  o.max_tokens = r["max_tokens"].get<int>();
+  o.max_tokens = int_from_json<int>(r["max_tokens"], "golden record", "max_tokens", 1, 1 << 24);
   o.sampler = r["sampler"].get<SamplerConfig>();
   o.stop_strings = r["stop_strings"].get<std::vector<std::string>>();
   o.threads = threads;
@@ -153,6 +156,7 @@ static int run_update(const std::string& dir, bool force) {
     const fs::path out = fs::path(dir) / (std::string(gm.id) + ".jsonl");
     require_input(force || !fs::exists(out), out.string(), "--force",
                   "golden transcript exists; regenerate only for a deliberate numerics change (golden/README.md)");
+    check_output_path(out.string(), "DIR");  // a missing or unwritable DIR fails now, not after generating
   }
   for (const GoldenModel& gm : kModels) {
     const LoadedModel lm = load(gm.model, gm.tokenizer, 1);
@@ -160,7 +164,7 @@ static int run_update(const std::string& dir, bool force) {
         {"empty", fixed[0]}, {"once", fixed[1]}, {"unicode", fixed[2]}};
     const int near_limit = lm.model.config.seq_len - 8;
     prompts.push_back({"near-context", near_context_prompt(lm.tokenizer, near_limit)});
-    std::ofstream f(fs::path(dir) / (std::string(gm.id) + ".jsonl"), std::ios::binary);
+    std::string f;  // the whole transcript, then written atomically (temp + rename)
     int n = 0;
     for (const auto& [sname, s] : golden_samplers())
       for (const auto& [pname, prompt] : prompts) {
@@ -169,15 +173,48 @@ static int run_update(const std::string& dir, bool force) {
                                                                         : std::vector<std::string>{};
         const json r = make_record(std::string(gm.id) + "/" + sname + "/" + pname, gm, lm, prompt,
                                    max_tokens, s, stops);
-        f << r.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        f += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
         n++;
       }
+    write_file_atomic((fs::path(dir) / (std::string(gm.id) + ".jsonl")).string(), "DIR", f);
     std::printf("%s: %d records\n", (fs::path(dir) / (std::string(gm.id) + ".jsonl")).c_str(), n);
   }
   return kExitOk;
 }
 
 // ---- verify ---------------------------------------------------------------------------
+// A record's shape, checked before it is used: a missing field, a wrong type, an
+// integer out of range or output_ids shorter than logits_sha256 names the field
+// (never an out-of-bounds read or nlohmann's exception text).
+static void check_record(const json& r, const std::string& where) {
+  require_input(r.is_object(), where, "record", "expected a JSON object");
+  for (const char* k : {"id", "model", "tokenizer", "model_sha256", "tokenizer_sha256", "prompt", "text",
+                        "finish_reason", "run_command"})
+    require_input(r.contains(k) && r[k].is_string(), where, k, "missing or not a string");
+  for (const char* k : {"max_tokens", "prompt_ids", "output_ids", "logits_sha256", "sampler", "stop_strings"})
+    require_input(r.contains(k), where, k, "missing");
+  int_from_json<int>(r["max_tokens"], where, "max_tokens", 1, 1 << 24);
+  const std::vector<int> out = ints_from_json(r["output_ids"], where, "output_ids");
+  ints_from_json(r["prompt_ids"], where, "prompt_ids");
+  const json& h = r["logits_sha256"];
+  require_input(h.is_array(), where, "logits_sha256", "expected an array of SHA-256 strings");
+  for (size_t i = 0; i < h.size(); i++)
+    require_input(h[i].is_string(), where, "logits_sha256[" + std::to_string(i) + "]", "expected a string");
+  require_input(out.size() == h.size(), where, "output_ids",
+                std::to_string(out.size()) + " ids for " + std::to_string(h.size()) + " logits_sha256 steps");
+  const json& stops = r["stop_strings"];
+  require_input(stops.is_array(), where, "stop_strings", "expected an array of strings");
+  for (size_t i = 0; i < stops.size(); i++)
+    require_input(stops[i].is_string(), where, "stop_strings[" + std::to_string(i) + "]", "expected a string");
+  try {
+    (void)r["sampler"].get<SamplerConfig>();
+  } catch (const InputError& e) {
+    throw InputError(where, "sampler." + e.field(), e.message());
+  } catch (const json::exception&) {
+    throw InputError(where, "sampler", "wrong JSON type");
+  }
+}
+
 // The first difference between a record and a fresh run, or "" when they agree.
 static std::string first_mismatch(const json& r, const GenerationResult& g) {
   if (r["prompt_ids"].get<std::vector<int>>() != g.prompt_ids) return "prompt ids differ";
@@ -208,17 +245,14 @@ struct VerifyOptions {
 };
 
 static int verify_file(const fs::path& file, const VerifyOptions& o, int* n_records, int* n_skipped) {
-  std::ifstream f(file, std::ios::binary);
+  std::istringstream f(read_regular_file(file.string(), "DIR"));
   std::map<std::string, LoadedModel> cache;  // model + tokenizer -> loaded
   std::string line;
   for (int lineno = 1; std::getline(f, line); lineno++) {
     if (line.empty()) continue;
-    json r;
-    try {
-      r = json::parse(line);
-    } catch (const json::exception& e) {
-      throw InputError(file.string(), "line " + std::to_string(lineno), e.what());
-    }
+    const std::string at = file.string() + ":" + std::to_string(lineno);
+    const json r = parse_json_text(line, at, "record");
+    check_record(r, at);
     const std::string key = r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
     if (!cache.count(key)) cache.emplace(key, load(r["model"], r["tokenizer"], o.threads));
     const LoadedModel& lm = cache.at(key);
@@ -244,6 +278,8 @@ static int run_verify(const VerifyOptions& o) {
   require_backend(o.backend);  // reference, or the device backend this binary links
   parse_mode(o.mode);
   std::vector<fs::path> files;
+  std::error_code ec;
+  require_input(fs::is_directory(o.dir, ec), o.dir, "DIR", "not a directory");
   for (const auto& e : fs::directory_iterator(o.dir))
     if (e.path().extension() == ".jsonl") files.push_back(e.path());
   std::sort(files.begin(), files.end());
@@ -265,9 +301,9 @@ Command setup_golden(CLI::App& app) {
   verify->add_option("dir", v->dir, "Folder of golden transcripts")->required();
   verify->add_option("--backend", v->backend, "Pipeline to check: reference, cuda-emu or cuda (device: greedy records)");
   verify->add_option("--mode", v->mode, "Device backends: deterministic (fast mode is not bit-exact)");
-  verify->add_option("--threads", v->threads, "Forward-pass threads (changes no bit)")->check(CLI::Range(1, 256));
+  verify->add_option("--threads", v->threads, "Forward-pass threads (changes no bit)")->check(int_in<int>(1, 256));
   verify->add_option("--prefill-chunk", v->prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_in<int>(0));
   auto u = std::make_shared<std::pair<std::string, bool>>("", false);
   auto* update = sub->add_subcommand("update", "Regenerate DIR/<model>.jsonl for every model in the fixtures");
   update->add_option("dir", u->first, "Folder of golden transcripts")->required();

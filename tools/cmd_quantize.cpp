@@ -34,7 +34,7 @@ Command setup_quantize(CLI::App& app) {
   sub->add_option("IN", args->in, "Input GGUF (F32, F16 or BF16 weights)")->required();
   sub->add_option("OUT", args->out, "Output GGUF")->required();
   sub->add_option("--type", args->type, "Q8_0, Q4_0, Q4_K or I8_ROW")->required();
-  return {sub, [args] { return guarded("quantize", [args] { return run_quantize(*args); }); }};
+  return {sub, [args] { return run_quantize(*args); }};
 }
 
 }  // namespace oracle::tools

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference/base/file_io.h"
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/replay.h"
 #include "tools/commands.h"
@@ -65,13 +67,11 @@ static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& l
 }
 
 static void write_report(const std::string& path, const nlohmann::json& report) {
-  std::ofstream f(path, std::ios::binary);
-  require_input((bool)f, path, "file", "cannot write the report");
-  f << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  require_input((bool)f, path, "file", "write failed");
+  write_file_atomic(path, "--json", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 int run_replay(const ReplayCliOptions& o) {
+  if (!o.json_out.empty()) check_output_path(o.json_out, "--json");  // before replaying, not after
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
@@ -92,15 +92,18 @@ Command setup_replay(CLI::App& app) {
   sub->add_option("--model,-m", opts->model.model, "Model override (its SHA-256 must match the log)");
   sub->add_option("--tokenizer,-z", opts->model.tokenizer, "Tokenizer override (its SHA-256 must match the log)");
   sub->add_option("--context", opts->model.context, "Context length (default: the log's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_in<int>(0, 1 << 24));
   sub->add_option("--mode", opts->replay.mode, "own, foreign or auto (by each record's shape)")
       ->check(CLI::IsMember({"own", "foreign", "auto"}));
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")
-      ->check(CLI::Range(1, 256));
+      ->check(int_in<int>(1, 256));
   sub->add_option("--json", opts->json_out, "Write the JSON report to this file");
-  sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass");
-  sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits");
-  sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)");
+  sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass")
+      ->check(float_in(0.0, 1.0));
+  sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits")
+      ->check(float_in(0.0, 3.4e38));
+  sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)")
+      ->check(float_in(0.0, 3.4e38));
   return {sub, [opts] { return run_replay(*opts); }};
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/generate.h"
 #include "reference/replay_log.h"
@@ -114,6 +115,8 @@ static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
 }
 
 int run_run(const RunOptions& o) {
+  parse_mode(o.mode);                                 // --mode bogus is refused for every backend
+  if (!o.log.empty()) check_output_path(o.log, "--log");  // before generating, not after
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
   if (require_backend(o.backend)) return run_on_device(lm, o);
@@ -149,16 +152,23 @@ int run_run(const RunOptions& o) {
 
 // ---- options ------------------------------------------------------------------------
 static void add_sampler_options(CLI::App* sub, SamplerConfig& s) {
-  sub->add_option("--temperature", s.temperature, "0: greedy (argmax, ties to the lowest id)");
+  const double big = 3.4e38;  // finite float32 values
+  sub->add_option("--temperature", s.temperature, "0: greedy (argmax, ties to the lowest id)")
+      ->check(float_in(0.0, big));
   sub->add_option("--preset", s.preset, "Sampler semantics: llamacpp or hf");
-  sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)");
-  sub->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)");
-  sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability (0: off)");
-  sub->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");
-  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
-  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
-  sub->add_option("--penalty-window", s.penalty_window, "Last N tokens penalised (-1: all)");
-  sub->add_option("--seed", s.seed, "Sampling seed (Philox key)");
+  sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")->check(int_in<int>(0));
+  sub->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)")->check(float_in(0.0, 1.0));
+  sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability (0: off)")
+      ->check(float_in(0.0, 1.0));
+  sub->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)")
+      ->check(float_in(0.0, big, true));
+  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)")
+      ->check(float_in(-big, big));
+  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)")
+      ->check(float_in(-big, big));
+  sub->add_option("--penalty-window", s.penalty_window, "Last N tokens penalised (-1: all)")
+      ->check(int_in<int>(-1));
+  sub->add_option("--seed", s.seed, "Sampling seed (Philox key)")->check(int_in<uint64_t>());
 }
 
 Command setup_run(CLI::App& app) {
@@ -168,27 +178,27 @@ Command setup_run(CLI::App& app) {
   add_model_options(sub, opts->model);
   sub->add_option("--prompt,-p", opts->prompt, "Prompt text");
   sub->add_option("--max-tokens,-n", opts->gen.max_tokens, "Tokens to generate")
-      ->check(CLI::Range(1, 1 << 24));
+      ->check(int_in<int>(1, 1 << 24));
   add_sampler_options(sub, opts->gen.sampler);
   sub->add_option("--stop", opts->gen.stop_strings, "Stop string (repeatable)");
-  sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)");
+  sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)")->check(int_in<int>(0));
   sub->add_flag("--ignore-eos", opts->ignore_eos, "Do not stop on EOS");
   sub->add_option("--logit-bias", opts->logit_bias, "ID:BIAS added to a token's logit (repeatable)");
-  sub->add_option("--ban", opts->gen.sampler.banned_tokens, "Banned token id (repeatable)");
+  sub->add_option("--ban", opts->gen.sampler.banned_tokens, "Banned token id (repeatable)")->check(int_in<int>(0));
   sub->add_option("--kv", opts->kv, "KV cache: contiguous or paged (same bits)")
       ->check(CLI::IsMember({"contiguous", "paged"}));
   sub->add_option("--kv-block", opts->gen.kv.block_size, "Tokens per block with --kv paged")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(int_in<int>(1, 1 << 16));
   sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
-      ->check(CLI::Range(0, 1000));
+      ->check(int_in<int>(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
   sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
-  sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")
-      ->check(CLI::NonNegativeNumber)
+  sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
+      ->check(int_in<int>(0, std::numeric_limits<int>::max(), "--prefill-chunk"))
       ->group("");
   return {sub, [opts] { return run_run(*opts); }};
 }

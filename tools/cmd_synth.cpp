@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/sha256.h"
 #include "reference/synthetic.h"
@@ -60,18 +61,16 @@ int run_synth(const SynthOptions& o) {
   require_input(o.dtype == "f32" || o.dtype == "f16", o.dtype, "dtype", "must be f32 or f16");
   const SyntheticPreset& preset = synthetic_preset(o.preset);
   const Vocab vocab = synth_vocab(o, preset);
-  std::ofstream file(o.output, std::ios::binary | std::ios::trunc);
-  require_input(file.good(), o.output, "output", "cannot open for writing");
+  AtomicWriter file(o.output, "output");  // temp + rename: an existing file survives any failure
   Sha256 hash;
   SynthGgufOptions options;
   options.dtype = o.dtype == "f16" ? DType::F16 : DType::F32;
   const uint64_t bytes = write_synthetic_gguf(preset, o.seed, vocab, options,
                                               [&](const void* p, size_t n) {
-                                                file.write((const char*)p, (std::streamsize)n);
+                                                file.write(p, n);
                                                 hash.update(p, n);
                                               });
-  file.close();
-  require_input(!file.fail(), o.output, "output", "write failed (disk full?)");
+  file.commit();
   const std::string sha256 = hash.hex();
   nlohmann::json out = {{"path", o.output},     {"preset", preset.name}, {"seed", o.seed},
                         {"dtype", o.dtype},     {"bytes", bytes},        {"sha256", sha256},
@@ -87,7 +86,7 @@ Command setup_synth(CLI::App& app) {
   auto opts = std::make_shared<SynthOptions>();
   auto* sub = app.add_subcommand("synth", "Write a deterministic synthetic model as GGUF");
   sub->add_option("--preset,-p", opts->preset, "Shape preset (see --list)");
-  sub->add_option("--seed,-s", opts->seed, "Weight seed (default: the embedded model's)");
+  sub->add_option("--seed,-s", opts->seed, "Weight seed (default: the embedded model's)")->check(int_in<uint64_t>());
   sub->add_option("--output,-o", opts->output, "Output .gguf path");
   sub->add_option("--tokenizer,-z", opts->tokenizer,
                   "Vocabulary to embed: llama2.c tokenizer.bin or GGUF (default: byte-level)");

@@ -8,6 +8,7 @@
 //   wcls (vocab, dim)  [only when vocab_size < 0].
 #include <cstring>
 
+#include "reference/base/escape.h"
 #include "reference/errors.h"
 #include "reference/loaders.h"
 
@@ -25,7 +26,7 @@ Config read_llama2c_header(const MappedFile& f) {
   // at all" (a damaged GGUF, some other file) more often than a bad dim.
   require_input(h[0] > 0 && h[0] <= kMaxHeaderValue, f.path(), "magic",
                 "neither a GGUF file (magic \"GGUF\") nor a llama2.c checkpoint: the first bytes '" +
-                    std::string(reinterpret_cast<const char*>(h), 4) + "' read as header.dim = " +
+                    escape_bytes(std::string(reinterpret_cast<const char*>(h), 4)) + "' read as header.dim = " +
                     std::to_string(h[0]) + ", out of range");
   for (int k = 0; k < 7; k++) {
     int64_t v = h[k] < 0 ? -int64_t(h[k]) : h[k];

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "reference/base/escape.h"
 #include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/model/finite_check.h"
@@ -87,7 +88,7 @@ Model load_model(const std::string& path, const LoadOptions& options) {
     const std::string magic = read_magic(path);
     // A .gguf name with another magic is a damaged GGUF, not a llama2.c checkpoint.
     require_input(magic == "GGUF" || !ends_with(path, ".gguf"), path, "magic",
-                  "not a GGUF file: the first bytes are '" + magic + "', expected \"GGUF\"");
+                  "not a GGUF file: the first bytes are '" + escape_bytes(magic) + "', expected \"GGUF\"");
     m = magic == "GGUF" ? load_gguf(path, options) : load_llama2c(path, options);
   }
   check_weights_finite(m, path);

@@ -16,24 +16,26 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
     for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this, i] { worker(i); });
   } catch (const std::system_error& e) {
     const size_t started = workers_.size();
-    stop_workers();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();  // joinable threads must not reach ~thread (std::terminate)
     throw InputError("--threads", "threads",
                      "cannot start thread " + std::to_string(started + 2) + " of " + std::to_string(n_threads_) +
                          ": " + e.what() + " (lower --threads)");
   }
 }
 
-void ThreadPool::stop_workers() {
+ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
-  workers_.clear();
 }
-
-ThreadPool::~ThreadPool() { stop_workers(); }
 
 void ThreadPool::run_range(int index) {
   long n = job_n_;

@@ -30,7 +30,6 @@ class ThreadPool {
 
  private:
   void worker(int index);
-  void stop_workers();
   void run_range(int index);
 
   int n_threads_;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/escape.h"
 #include "reference/errors.h"
 
 namespace oracle::tools {
@@ -31,7 +32,7 @@ int guarded(const std::string& command, bool json, const std::function<int()>& b
   try {
     return body();
   } catch (const InputError& e) {
-    r.file = e.file(), r.field = e.field(), r.message = e.message();
+    r.file = e.file(), r.field = e.field(), r.message = input_error_message(e);
   } catch (const std::bad_alloc&) {
     r.file = "memory", r.field = "allocation";
     r.message = "out of memory (the request is larger than the memory this process can get)";

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "reference/base/checked_int.h"
+#include "reference/base/escape.h"
 
 namespace oracle::tools {
 
@@ -59,7 +60,7 @@ CLI::Validator int_in(T lo = std::numeric_limits<T>::min(), T hi = std::numeric_
           checked_int<T>(text, kCommandLine, "", lo, hi);
           return "";
         } catch (const InputError& e) {
-          return (hidden_name.empty() ? "" : hidden_name + ": ") + e.message();
+          return (hidden_name.empty() ? "" : hidden_name + ": ") + input_error_message(e);
         }
       },
       "INT in " + int_range_text(lo, hi));

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/escape.h"
 #include "reference/base/file_io.h"
 #include "reference/errors.h"
 #include "reference/json_util.h"
@@ -209,7 +210,7 @@ static void check_record(const json& r, const std::string& where) {
   try {
     (void)r["sampler"].get<SamplerConfig>();
   } catch (const InputError& e) {
-    throw InputError(where, "sampler." + e.field(), e.message());
+    throw InputError(where, "sampler." + e.field(), input_error_message(e));
   } catch (const json::exception&) {
     throw InputError(where, "sampler", "wrong JSON type");
   }

@@ -7,8 +7,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/errors.h"
 #include "reference/base/escape.h"
-#include "reference/errors.h"
 
 namespace oracle::tools {
 

@@ -5,7 +5,7 @@
 //   stderr, always one line:  oracle <cmd>: error: <file>: <field>: <message>
 //   stdout, with --json:      {"error": {"file", "field", "message", "exit_code"}}
 // Every byte that came from a file or the command line is escaped
-// (reference/errors.h escape_bytes). Command-line mistakes name the file
+// (reference/base/errors.h escape_bytes). Command-line mistakes name the file
 // "command line" and the option as the field.
 #include <CLI/CLI.hpp>
 #include <cstdint>

@@ -9,19 +9,19 @@
 #include <fstream>
 #include <sstream>
 
-#include "reference/certify.h"
-#include "reference/certify_report.h"
+#include "audit/certify.h"
+#include "audit/certify_report.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "reference/base/file_io.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
 #include "tools/commands.h"
 #include "tools/version.h"
 
 namespace oracle::tools {
 
-struct CertifyArgs {
+struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
-  CertifyOptions options;
+  oracle::CertifyOptions options;
   bool progress = true;
 };
 
@@ -61,14 +61,14 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
 
 // Everything that can be checked before the (long) scoring: the thresholds file
 // parses, and --out is a directory or can become one.
-static void check_before_scoring(const CertifyArgs& a) {
+static void check_before_scoring(const CertifyOptions& a) {
   if (!a.thresholds.empty()) load_thresholds(a.thresholds, {});
   std::error_code ec;
   require_input(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec), a.out, "output",
                 "exists and is not a directory (--out names the certificate's directory)");
 }
 
-static int run_certify(CertifyArgs& a) {
+static int run_certify(CertifyOptions& a) {
   check_before_scoring(a);
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
@@ -90,7 +90,7 @@ static int run_certify(CertifyArgs& a) {
 }
 
 Command setup_certify(CLI::App& app) {
-  auto args = std::make_shared<CertifyArgs>();
+  auto args = std::make_shared<CertifyOptions>();
   auto* sub = app.add_subcommand("certify", "Certify a candidate (quantized) model against a reference");
   sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF)")->required();
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)")->required();

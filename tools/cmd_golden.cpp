@@ -14,11 +14,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "reference/base/errors.h"
+#include "reference/generate/generate.h"
 #include "reference/base/escape.h"
 #include "reference/base/file_io.h"
-#include "reference/errors.h"
-#include "reference/json_util.h"
-#include "reference/generate.h"
+#include "reference/base/json_util.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -141,7 +141,7 @@ static std::string shared_dir() {
 }
 
 static LoadedModel load(const std::string& model, const std::string& tokenizer, int threads) {
-  ModelArgs a;
+  ModelOptions a;
   a.model = shared_dir() + "/" + model;
   if (!tokenizer.empty()) a.tokenizer = shared_dir() + "/" + tokenizer;
   a.threads = threads;

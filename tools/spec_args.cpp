@@ -4,13 +4,13 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 #include "tools/cli_common.h"
 
 namespace oracle::tools {
 
-void add_speculative_options(CLI::App* sub, SpecArgs& a) {
+void add_speculative_options(CLI::App* sub, DraftOptions& a) {
   sub->add_option("--draft-model", a.draft_model,
                   "Speculative decoding: draft checkpoint sharing the target's vocabulary");
   sub->add_option("--draft-tokenizer", a.draft_tokenizer,
@@ -21,7 +21,7 @@ void add_speculative_options(CLI::App* sub, SpecArgs& a) {
   sub->add_flag("--spec-adaptive", a.adaptive, "Adapt k per round (1 .. 2 * spec-k)");
 }
 
-bool speculative_enabled(const SpecArgs& a) { return !a.draft_model.empty() || a.ngram > 0; }
+bool speculative_enabled(const DraftOptions& a) { return !a.draft_model.empty() || a.ngram > 0; }
 
 // The draft's pieces must be the target's: from --draft-tokenizer, else the
 // vocabulary the draft file embeds; the sizes must agree in any case.
@@ -39,20 +39,20 @@ static bool tokenizer_file_beside(const Model& m) {
          std::filesystem::exists(dir / "tokenizer.bin", ec);
 }
 
-static void check_draft_vocab(const SpecArgs& a, const Model& draft, const Model& target, const Vocab* target_vocab) {
+static void check_draft_vocab(const DraftOptions& a, const Model& draft, const Model& target, const Vocab* target_vocab) {
   require_input(draft.config.vocab_size == target.config.vocab_size, draft.path, "vocab_size",
                 std::to_string(draft.config.vocab_size) + " differs from the target's " +
                     std::to_string(target.config.vocab_size));
   require_input(target_vocab != nullptr, target.path, "tokens", "the target's vocabulary is needed to check the draft's");
   if (a.draft_tokenizer.empty() && draft.vocab.tokens.empty() && !tokenizer_file_beside(draft)) return;  // sizes only
-  const LoadedModel d = load_model_and_tokenizer(ModelArgs{a.draft_model, a.draft_tokenizer});
+  const LoadedModel d = load_model_and_tokenizer(ModelOptions{a.draft_model, a.draft_tokenizer});
   const std::string source = d.tokenizer_source == "embedded" ? draft.path : d.tokenizer_source;
   const std::vector<std::string>& pieces = d.tokenizer.vocab().tokens;
   require_input(pieces == target_vocab->tokens, source, "tokens",
                 "the draft's vocabulary differs from the target tokenizer's");
 }
 
-std::unique_ptr<DraftSource> make_draft_source(const SpecArgs& a, const Model& target, const Vocab* target_vocab,
+std::unique_ptr<DraftSource> make_draft_source(const DraftOptions& a, const Model& target, const Vocab* target_vocab,
                                                const SamplerConfig& sampler, int threads) {
   require_input(a.draft_model.empty() || a.ngram == 0, "--spec-ngram", "spec",
                 "use either --draft-model or --spec-ngram");
@@ -61,7 +61,7 @@ std::unique_ptr<DraftSource> make_draft_source(const SpecArgs& a, const Model& t
     src->drafter = std::make_unique<NgramDrafter>(a.ngram, target.config.vocab_size);
     return src;
   }
-  src->model = load_model_arg(ModelArgs{a.draft_model, "", 0, threads});
+  src->model = load_model_arg(ModelOptions{a.draft_model, "", 0, threads});
   check_draft_vocab(a, src->model, target, target_vocab);
   ForwardOptions fo;
   fo.threads = threads;
@@ -86,7 +86,7 @@ nlohmann::json spec_metrics_json(const SpecMetrics& m, int k) {
           {"accepted_histogram", m.accepted_histogram}};
 }
 
-static SpecOptions spec_options(const SpecArgs& a, const SamplerConfig& sampler,
+static SpecOptions spec_options(const DraftOptions& a, const SamplerConfig& sampler,
                                 int max_tokens, int threads) {
   SpecOptions o;
   o.k = a.k;
@@ -98,7 +98,7 @@ static SpecOptions spec_options(const SpecArgs& a, const SamplerConfig& sampler,
   return o;
 }
 
-int print_speculative_run(const LoadedModel& lm, const SpecArgs& a, const std::string& prompt,
+int print_speculative_run(const LoadedModel& lm, const DraftOptions& a, const std::string& prompt,
                           const SamplerConfig& sampler, int max_tokens, bool ignore_eos,
                           const std::vector<std::string>& stop_strings, int threads, bool json) {
   require_input(stop_strings.empty(), "--stop", "stop", "stop strings are not supported with speculative decoding");
@@ -143,7 +143,7 @@ static std::vector<int> plain_greedy(const Model& m, std::span<const int> prompt
   return out;
 }
 
-nlohmann::json bench_speculative(const Model& target, const SpecArgs& a, const Vocab& target_vocab,
+nlohmann::json bench_speculative(const Model& target, const DraftOptions& a, const Vocab& target_vocab,
                                  std::span<const int> prompt, int n_tokens, int threads) {
   SamplerConfig greedy;
   greedy.temperature = 0.0f;

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle {
 

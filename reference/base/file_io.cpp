@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle {
 

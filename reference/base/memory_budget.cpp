@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle {
 

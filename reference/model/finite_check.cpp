@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "reference/errors.h"
-#include "reference/quant.h"
+#include "reference/base/errors.h"
+#include "reference/model/quant.h"
 
 namespace oracle {
 

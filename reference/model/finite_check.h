@@ -8,7 +8,7 @@
 // tensor and the element or block: a NaN row would otherwise give plausible
 // text (greedy skips NaN logits) instead of an error.
 // ============================================================================
-#include "reference/model.h"
+#include "reference/model/model.h"
 
 namespace oracle {
 

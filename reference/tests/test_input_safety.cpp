@@ -21,12 +21,12 @@
 #include "reference/base/escape.h"
 #include "reference/base/file_io.h"
 #include "reference/base/memory_budget.h"
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/json_util.h"
-#include "reference/kv_cache.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/base/json_util.h"
+#include "reference/compute/kv_cache.h"
 #include "reference/model/finite_check.h"
-#include "reference/synthetic.h"
+#include "reference/model/synthetic.h"
 
 using namespace oracle;
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 #include <iterator>
 #include <sstream>
 
-#include "reference/gguf.h"
-#include "reference/tokenizer.h"
+#include "reference/model/gguf.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "test_support.h"
 
 using namespace oracle;

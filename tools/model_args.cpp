@@ -7,6 +7,7 @@
 #include "reference/base/sha256.h"
 #include "reference/model/synthetic.h"
 #include "reference/base/file_io.h"
+#include "tools/cli_common.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {

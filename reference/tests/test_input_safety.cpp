@@ -240,6 +240,9 @@ TEST_CASE("forward: a non-finite activation names the op and layer, and leaves t
   const SyntheticPreset& p = synthetic_preset(kDefaultPreset);
   Model m = synthetic_model(p, kDefaultSeed, synthetic_byte_vocab(p.config.vocab_size));
   // An in-memory model is not load-checked: plant +inf in token 5's embedding row.
+  const size_t n_emb = (size_t)m.config.vocab_size * m.config.dim;
+  std::vector<float> classifier(m.weights.token_embedding, m.weights.token_embedding + n_emb);  // untie first
+  m.weights.classifier = classifier.data();
   float* emb = const_cast<float*>(m.weights.token_embedding);
   emb[(size_t)5 * m.config.dim] = std::numeric_limits<float>::infinity();
   KvCache kv(m.config, {});

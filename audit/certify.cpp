@@ -162,7 +162,15 @@ void check_certify_options(const Model& ref, const Model& cand, const CertifyOpt
   require_input(o.ctx <= limit, "--ctx", "ctx",
                 "context " + std::to_string(o.ctx) + " exceeds the models' context length " +
                     std::to_string(limit));
-  require_input(o.greedy_prompts == 0 || o.greedy_prompt_tokens + 1 + o.greedy_steps <= limit,
+  require_input(o.threads >= 1, "--threads", "threads", "must be >= 1, got " + std::to_string(o.threads));
+  require_input(o.max_chunks >= 0, "--max-chunks", "max_chunks", "must be >= 0 (0: all), got " + std::to_string(o.max_chunks));
+  require_input(o.greedy_prompts >= 0, "--greedy-prompts", "greedy_prompts",
+                "must be >= 0 (0: skip), got " + std::to_string(o.greedy_prompts));
+  require_input(o.greedy_prompt_tokens >= 0, "--greedy-prompt-tokens", "greedy_prompt_tokens",
+                "must be >= 0, got " + std::to_string(o.greedy_prompt_tokens));
+  require_input(o.greedy_steps >= 1, "--greedy-steps", "greedy_steps",
+                "must be >= 1, got " + std::to_string(o.greedy_steps));
+  require_input(o.greedy_prompts == 0 || (int64_t)o.greedy_prompt_tokens + 1 + o.greedy_steps <= limit,
                 "--greedy-steps", "greedy_steps", "prompt + steps exceed the context length");
   require_input(o.greedy_prompt_tokens < o.ctx, "--greedy-prompt-tokens", "greedy_prompt_tokens",
                 "prompt must be shorter than one chunk");

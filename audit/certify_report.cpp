@@ -9,6 +9,8 @@
 #include "reference/base/errors.h"
 #include "audit/certify_figures.h"
 #include "audit/certify_stats.h"
+#include "audit/svg_plot.h"
+#include "reference/base/file_io.h"
 
 namespace oracle {
 namespace {
@@ -75,17 +77,7 @@ std::string pm(const MeanSe& m, bool percent = false) {
 
 // Temp file then rename: a reader never sees half a certificate file.
 void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    require_input(out.good(), path, "output", "cannot write the file");
-    out << text;
-    out.close();
-    require_input(!out.fail(), path, "output", "write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  require_input(!ec, path, "output", "cannot rename the temporary file: " + ec.message());
+  write_file_atomic(path, "output", text);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "audit/certify.h"
 #include "reference/base/errors.h"
 #include "reference/model/quant.h"
+#include "reference/base/file_io.h"
+#include "reference/base/json_util.h"
 
 namespace oracle {
 
@@ -54,14 +56,8 @@ std::vector<Threshold> default_thresholds(const std::string& type) {
 
 // ---- overrides -------------------------------------------------------------------------------
 std::vector<Threshold> load_thresholds(const std::string& path, std::vector<Threshold> base) {
-  std::ifstream in(path);
-  require_input(in.good(), path, "thresholds", "cannot open the thresholds file");
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    throw InputError(path, "thresholds", std::string("invalid JSON: ") + e.what());
-  }
+  const std::string text = read_regular_file(path, "thresholds");
+  const nlohmann::json j = parse_json_text(text, path, "thresholds");
   require_input(j.is_object(), path, "thresholds", "expected an object {\"metric\": {\"max\": x}}");
   for (const auto& [metric, spec] : j.items()) {
     bool has_max = spec.is_object() && spec.contains("max") && spec["max"].is_number();

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
 #include "reference/base/json_util.h"
+#include "reference/base/file_io.h"
 
 namespace oracle {
 
@@ -84,16 +86,11 @@ std::string record_to_line(const LogRecord& r) {
 }
 
 void append_log_record(const std::string& path, const LogRecord& r) {
-  std::ofstream f(path, std::ios::binary | std::ios::app);
-  require_input((bool)f, path, "file", "cannot open the log for appending");
-  f << record_to_line(r) << '\n';
-  f.flush();
-  require_input((bool)f, path, "file", "write failed");
+  append_file_atomic(path, "file", record_to_line(r) + "\n");  // a failed append keeps the old log
 }
 
 std::vector<LogLine> read_log_lines(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  require_input((bool)f, path, "file", "cannot open the log");
+  std::istringstream f(read_regular_file(path, "file"));
   std::vector<LogLine> lines;
   std::string s;
   for (int n = 1; std::getline(f, s); n++) {
@@ -127,9 +124,9 @@ T get_as(const json& j, const std::string& where, const std::string& field) {
   }
 }
 
+// Checked narrowing (base/checked_int.h): 4294967302 is refused, not read as 6.
 int get_int(const json& j, const std::string& where, const std::string& field) {
-  require_input(j.is_number_integer(), where, field, "expected an integer");
-  return get_as<int>(j, where, field);
+  return int_from_json<int>(j, where, field);
 }
 
 std::string get_string(const json& j, const std::string& where, const std::string& field) {
@@ -306,8 +303,7 @@ LogRecord record_from_json(const json& j, const std::string& where) {
   r.prompt_ids = get_ids(j.at("prompt_ids"), where, "prompt_ids");
   r.add_bos = get_bool(j.at("add_bos"), where, "add_bos");
   r.sampler = read_sampler(j.at("sampler"), where);
-  require_input(j.at("seq_id").is_number_unsigned(), where, "seq_id", "expected an unsigned integer");
-  r.seq_id = get_as<uint32_t>(j.at("seq_id"), where, "seq_id");
+  r.seq_id = int_from_json<uint32_t>(j.at("seq_id"), where, "seq_id");
   r.stop = read_stop(j.at("stop"), where);
   r.logprobs_top_n = get_int(j.at("logprobs_top_n"), where, "logprobs_top_n");
   r.output_ids = get_ids(j.at("output_ids"), where, "output_ids");
@@ -320,13 +316,7 @@ LogRecord record_from_json(const json& j, const std::string& where) {
 }
 
 LogRecord parse_log_line(const std::string& line, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw InputError(where, "json", std::string("not valid JSON (") + e.what() + ")");
-  }
-  return record_from_json(j, where);
+  return record_from_json(parse_json_text(line, where, "json"), where);
 }
 
 }  // namespace oracle

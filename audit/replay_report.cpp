@@ -3,6 +3,7 @@
 // and the terminal summary table (replay.h, docs/replay.md).
 #include <cmath>
 #include <cstdio>
+#include <system_error>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -99,7 +100,13 @@ std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const 
     return reports;
   }
   std::vector<std::thread> threads;
-  for (size_t k = 0; k < jobs; k++) threads.emplace_back(work, k);
+  try {
+    for (size_t k = 0; k < jobs; k++) threads.emplace_back(work, k);
+  } catch (const std::system_error& e) {  // joined first: never std::terminate on a joinable thread
+    for (std::thread& t : threads) t.join();
+    throw InputError("--jobs", "jobs", "cannot start worker " + std::to_string(threads.size() + 1) + " of " +
+                                           std::to_string(jobs) + ": " + e.what() + " (lower --jobs)");
+  }
   for (std::thread& t : threads) t.join();
   return reports;
 }

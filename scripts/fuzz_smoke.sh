@@ -12,7 +12,7 @@ SHARED=$(realpath "${ORACLE_SHARED_DIR:-../shared}")
 M=$SHARED/models
 dir=${FUZZ_DIR:-${SANITIZE_DIR:-build/asan}}
 secs=${FUZZ_SECONDS:-60}
-targets=${*:-"fuzz_gguf fuzz_llama2c fuzz_safetensors fuzz_tokenizer_file fuzz_tokenizer_bytes fuzz_replay_log fuzz_engine_log"}
+targets=${*:-"fuzz_gguf fuzz_llama2c fuzz_safetensors fuzz_tokenizer_file fuzz_tokenizer_bytes fuzz_replay_log fuzz_engine_log fuzz_replay_log_parser"}
 CXX=clang++ CC=clang cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORACLE_FUZZ=ON \
   -DORACLE_SANITIZE=ON -DORACLE_NATIVE=OFF -DORACLE_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
@@ -27,6 +27,7 @@ seed() {  # target -> fixture files for its corpus
     fuzz_tokenizer_bytes) ls "$M"/vocab-only/*.inp "$SHARED"/corpus/*.txt ;;
     fuzz_replay_log) ls "$PWD"/golden/*.jsonl ;;
     fuzz_engine_log) ls "$PWD"/audit/tests/data/*.jsonl ;;
+    fuzz_replay_log_parser) ls "$PWD"/fuzz/seeds/fuzz_replay_log_parser/* ;;  # `oracle run --log` output
     fuzz_safetensors) ;;  # no real safetensors fixture: seeded with a minimal valid header below
   esac
 }

@@ -188,6 +188,12 @@ static void print_human(const nlohmann::json& j) {
               j["rss_anon"].get<unsigned long long>());
 }
 
+// The target's tokenizer, for checking a draft model's vocabulary piece by piece.
+static Vocab target_vocab(const BenchOptions& o) {
+  if (o.spec.draft_model.empty()) return {};
+  return load_model_and_tokenizer(o.model).tokenizer.vocab();
+}
+
 static bool json_output(const BenchOptions& o) { return o.json || o.output == "json"; }
 
 static void print_report(const nlohmann::json& j, const Model& m, const BenchOptions& o) {
@@ -225,9 +231,11 @@ static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOp
 int run_bench(BenchOptions o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
+  parse_mode(o.mode);  // a bad --mode is refused for every backend
   fit_to_context(o, m.config.seq_len);
-  require_input(o.prompt_tokens + o.decode_tokens <= m.config.seq_len, m.path, "context_length",
-                std::to_string(o.prompt_tokens + o.decode_tokens) + " positions do not fit a context of " +
+  const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
+  require_input(positions <= m.config.seq_len, m.path, "context_length",
+                std::to_string(positions) + " positions do not fit a context of " +
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
   require_input(o.output == "md" || o.output == "json", o.output, "--output", "want md or json");
   if (const DevicePipeline* dev = require_backend(o.backend)) return bench_device(*dev, m, o);
@@ -254,7 +262,8 @@ int run_bench(BenchOptions o) {
   j["backend"] = "reference";
   j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
-    j.update(bench_speculative(m, o.spec, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens, o.model.threads));
+    j.update(bench_speculative(m, o.spec, target_vocab(o), bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,
+                               o.model.threads));
   print_report(j, m, o);
   if (!json_output(o) && speculative_enabled(o.spec)) print_speculative_bench(j);
   return kExitOk;
@@ -266,15 +275,15 @@ Command setup_bench(CLI::App& app) {
   add_model_options(sub, opts->model);
   opts->prompt_opt = sub->add_option("--prompt-tokens", opts->prompt_tokens,
                                      "Tokens prefilled in one forward call (default 128, or half a smaller context)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_in<int>(1, 1 << 24));
   opts->decode_opt = sub->add_option("--decode-tokens", opts->decode_tokens,
                                      "Tokens decoded one at a time (default 128, or the rest of a smaller context)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_in<int>(1, 1 << 24));
   sub->add_option("--repetitions", opts->repetitions, "Measurements averaged (mean ± sd)")->check(CLI::Range(1, 1000));
   sub->add_option("--output", opts->output, "md (llama-bench's table) or json");
   sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
   sub->add_option("--probe-repeats", opts->probe_repeats, "Passes of the bandwidth probe (best taken)")
-      ->check(CLI::Range(1, 100));
+      ->check(int_in<int>(1, 100));
   sub->add_flag("--json", opts->json, "Print one JSON object");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");

@@ -18,6 +18,7 @@
 #include "reference/base/errors.h"
 #include "reference/base/sha256.h"
 #include "tools/certify_kld_cli.h"
+#include "reference/base/file_io.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
@@ -60,11 +61,7 @@ static std::string render_png(const std::string& svg, const std::string& png) {
 }
 
 static std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require_input(in.good(), path, "corpus", "cannot open the corpus");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path, "corpus");
 }
 
 static void print_summary(const CertifyResult& r, const std::vector<ThresholdCheck>& checks,
@@ -92,6 +89,15 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
   for (const std::string& p : paths) std::printf("wrote %s\n", p.c_str());
 }
 
+// Everything that can be checked before the (long) scoring: the thresholds file
+// parses, and --out is a directory or can become one.
+static void check_before_scoring(const CertifyOptions& a) {
+  if (!a.thresholds.empty()) load_thresholds(a.thresholds, {});
+  std::error_code ec;
+  require_input(!std::filesystem::exists(a.out, ec) || std::filesystem::is_directory(a.out, ec), a.out, "output",
+                "exists and is not a directory (--out names the certificate's directory)");
+}
+
 // Thresholds, certificate files and the summary of a finished result.
 static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const CertificateInfo& info) {
   std::vector<Threshold> t = default_thresholds(info.weight_type);
@@ -116,6 +122,7 @@ static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const
 }
 
 static int run_certify(CertifyOptions& a) {
+  check_before_scoring(a);
   Progress progress("certify", 0, !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
   a.options.progress = [&progress](int done, int total) { progress.update(done, total); };
   if (kld_requested(a.kld))
@@ -160,28 +167,31 @@ Command setup_certify(CLI::App& app) {
   sub->add_option("--corpus", args->corpus, "UTF-8 text to score");
   sub->add_option("--ctx", args->options.ctx, "Tokens per chunk")
       ->capture_default_str()
+      ->check(int_in<int>(4, 1 << 24))
       ->each([args](const std::string&) { args->ctx_given = true; });
   sub->add_flag("--allow-context-extension", args->allow_context_extension,
                 "Allow --ctx above the models' trained context (recorded in the certificate)");
   sub->add_option("--protocol", args->options.protocol, "full (default) or llamacpp")->capture_default_str();
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
-  sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str();
-  sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)");
+  sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str()
+      ->check(int_in<int>(1, 1024));
+  sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)")
+      ->check(int_in<int>(0));
   sub->add_flag("--candidate-kv-int8", args->options.candidate_kv_int8,
                 "Candidate stores its KV cache as per-row int8 (I8_ROW)");
   sub->add_option("--greedy-prompts", args->options.greedy_prompts, "Prompts for greedy agreement")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(0, 1 << 20));
   sub->add_option("--greedy-prompt-tokens", args->options.greedy_prompt_tokens, "Prompt length")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(0, 1 << 24));
   sub->add_option("--greedy-steps", args->options.greedy_steps, "Greedy tokens per prompt")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_in<int>(1, 1 << 24));
   sub->add_flag("--no-progress", args->no_progress, "No progress on stderr (same as --quiet)");
   sub->add_flag("--quiet,-q", args->quiet, "No progress on stderr");
   sub->add_flag("--json", args->json, "Print the certificate JSON (and the files written) instead of the summary");
   sub->add_flag("--no-png", args->no_png, "Do not render certificate.png (needs rsvg-convert: librsvg2-bin)");
   add_kld_options(sub, args->kld);
-  return {sub, [args] { return guarded("certify", [args] { return run_certify(*args); }); }};
+  return {sub, [args] { return run_certify(*args); }};
 }
 
 }  // namespace oracle::tools

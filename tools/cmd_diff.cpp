@@ -168,7 +168,7 @@ Command setup_diff(CLI::App& app) {
   sub->add_option("--backend", opts->backend, "cuda-emu (host emulation of the kernels) or cuda (GPU)");
   sub->add_option("--mode", opts->mode, "deterministic (0 ULP) or fast (docs/cuda.md bound)");
   sub->add_option("--max-tokens,-n", opts->max_tokens, "Greedy steps after the prefill (teacher-forced)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(int_in<int>(0, 1 << 20));
   sub->add_flag("--json", opts->json, "Print one JSON object");
   return {sub, [opts] { return run_diff(*opts); }};
 }

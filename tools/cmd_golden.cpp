@@ -21,11 +21,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
 #include "reference/generate/generate.h"
+#include "reference/base/escape.h"
+#include "reference/base/file_io.h"
+#include "reference/base/json_util.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -122,7 +126,7 @@ static std::string run_command(const json& r, const std::string& prefix) {
 
 static GenerateOptions options_of(const json& r, int threads, int prefill_chunk) {
   GenerateOptions o;
-  o.max_tokens = r["max_tokens"].get<int>();
+  o.max_tokens = int_from_json<int>(r["max_tokens"], "golden record", "max_tokens", 1, 1 << 24);
   o.sampler = r["sampler"].get<SamplerConfig>();
   o.stop_strings = r["stop_strings"].get<std::vector<std::string>>();
   o.threads = threads;
@@ -243,6 +247,7 @@ static int run_update(const UpdateOptions& o) {
     const fs::path out = fs::path(o.dir) / (gm.id + ".jsonl");
     require_input(o.force || !fs::exists(out), out.string(), "--force",
                   "golden transcript exists; regenerate only for a deliberate numerics change (golden/README.md)");
+    check_output_path(out.string(), "DIR");  // a missing or unwritable DIR fails now, not after generating
   }
   require_input(fs::is_directory(o.dir), o.dir, "DIR", "not a directory");
   const fs::path shared = shared_dir(o.shared, o.dir);
@@ -262,6 +267,38 @@ static int run_update(const UpdateOptions& o) {
 }
 
 // ---- verify ---------------------------------------------------------------------------
+// A record's shape, checked before it is used: a missing field, a wrong type, an
+// integer out of range or output_ids shorter than logits_sha256 names the field
+// (never an out-of-bounds read or nlohmann's exception text).
+static void check_record(const json& r, const std::string& where) {
+  require_input(r.is_object(), where, "record", "expected a JSON object");
+  for (const char* k : {"id", "model", "tokenizer", "model_sha256", "tokenizer_sha256", "prompt", "text",
+                        "finish_reason", "run_command"})
+    require_input(r.contains(k) && r[k].is_string(), where, k, "missing or not a string");
+  for (const char* k : {"max_tokens", "prompt_ids", "output_ids", "logits_sha256", "sampler", "stop_strings"})
+    require_input(r.contains(k), where, k, "missing");
+  int_from_json<int>(r["max_tokens"], where, "max_tokens", 1, 1 << 24);
+  const std::vector<int> out = ints_from_json(r["output_ids"], where, "output_ids");
+  ints_from_json(r["prompt_ids"], where, "prompt_ids");
+  const json& h = r["logits_sha256"];
+  require_input(h.is_array(), where, "logits_sha256", "expected an array of SHA-256 strings");
+  for (size_t i = 0; i < h.size(); i++)
+    require_input(h[i].is_string(), where, "logits_sha256[" + std::to_string(i) + "]", "expected a string");
+  require_input(out.size() == h.size(), where, "output_ids",
+                std::to_string(out.size()) + " ids for " + std::to_string(h.size()) + " logits_sha256 steps");
+  const json& stops = r["stop_strings"];
+  require_input(stops.is_array(), where, "stop_strings", "expected an array of strings");
+  for (size_t i = 0; i < stops.size(); i++)
+    require_input(stops[i].is_string(), where, "stop_strings[" + std::to_string(i) + "]", "expected a string");
+  try {
+    (void)r["sampler"].get<SamplerConfig>();
+  } catch (const InputError& e) {
+    throw InputError(where, "sampler." + e.field(), input_error_message(e));
+  } catch (const json::exception&) {
+    throw InputError(where, "sampler", "wrong JSON type");
+  }
+}
+
 // The first difference between a record and a fresh run, or "" when they agree.
 static std::string first_mismatch(const json& r, const GenerationResult& g) {
   if (r["prompt_ids"].get<std::vector<int>>() != g.prompt_ids) return "prompt ids differ";
@@ -299,17 +336,14 @@ struct VerifyTally {
 };
 
 static std::vector<json> read_records(const fs::path& file, std::vector<int>* lines) {
-  std::ifstream f(file, std::ios::binary);
-  require_input(f.good(), file.string(), "DIR", "cannot open the transcript");
+  std::istringstream f(read_regular_file(file.string(), "DIR"));
   std::vector<json> out;
   std::string line;
   for (int lineno = 1; std::getline(f, line); lineno++) {
     if (line.empty()) continue;
-    try {
-      out.push_back(json::parse(line));
-    } catch (const json::exception& e) {
-      throw InputError(file.string(), "line " + std::to_string(lineno), e.what());
-    }
+    const std::string at = file.string() + ":" + std::to_string(lineno);
+    out.push_back(parse_json_text(line, at, "record"));
+    check_record(out.back(), at);
     lines->push_back(lineno);
   }
   return out;
@@ -404,9 +438,9 @@ Command setup_golden(CLI::App& app) {
   verify->add_option("dir", v->dir, "Folder of golden transcripts, or one .jsonl file")->required();
   verify->add_option("--backend", v->backend, "Pipeline to check: reference, cuda-emu or cuda (device: greedy records)");
   verify->add_option("--mode", v->mode, "Device backends: deterministic (fast mode is not bit-exact)");
-  verify->add_option("--threads,-t", v->threads, "Forward-pass threads (changes no bit)")->check(CLI::Range(1, 256));
+  verify->add_option("--threads,-t", v->threads, "Forward-pass threads (changes no bit)")->check(int_in<int>(1, 256));
   verify->add_option("--prefill-chunk", v->prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_in<int>(0));
   verify->add_option("--shared-dir", v->shared,
                      "Fixtures folder the records' model paths are relative to (default: $ORACLE_SHARED_DIR, "
                      "else ../shared beside the transcripts' repository)");

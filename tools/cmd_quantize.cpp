@@ -69,10 +69,10 @@ Command setup_quantize(CLI::App& app) {
   sub->add_flag("--allow-requantize", args->opt.allow_requantize,
                 "Allow converting tensors that are already quantized (llama-quantize --allow-requantize)");
   sub->add_option("--threads", args->opt.threads, "Threads (the output does not depend on it)")
-      ->check(CLI::Range(1, 1024));
+      ->check(int_in<int>(1, 1024));
   sub->add_flag("--verbose", args->verbose, "One line per tensor");
   sub->add_flag("--json", args->json, "Machine-readable report");
-  return {sub, [args] { return guarded("quantize", [args] { return run_quantize(*args); }); }};
+  return {sub, [args] { return run_quantize(*args); }};
 }
 
 }  // namespace oracle::tools

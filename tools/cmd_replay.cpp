@@ -12,6 +12,7 @@
 #include "audit/replay.h"
 #include "audit/replay_engines.h"
 #include "reference/base/atomic_file.h"
+#include "reference/base/file_io.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
 #include "tools/model_args.h"
@@ -97,8 +98,7 @@ static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& l
 }
 
 static void write_report(const std::string& path, const nlohmann::json& report) {
-  const std::string text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  write_file_atomic(path, [&](std::ostream& out) { out << text; });
+  write_file_atomic(path, "--report", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o) {
@@ -126,6 +126,7 @@ static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>
 }
 
 int run_replay(const ReplayOptions& o) {
+  if (!o.json_out.empty()) check_output_path(o.json_out, "--json");  // before replaying, not after
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
@@ -153,17 +154,20 @@ Command setup_replay(CLI::App& app) {
                   "Directory of checkpoints (or a JSON manifest): each record replays on the model it names")
       ->check(CLI::ExistingPath);
   sub->add_option("--context", opts->model.context, "Context length (default: the log's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_in<int>(0, 1 << 24));
   sub->add_option("--mode", opts->replay.mode, "own, foreign or auto (by each record's shape)")
       ->check(CLI::IsMember({"own", "foreign", "auto"}));
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")
-      ->check(CLI::Range(1, 256));
+      ->check(int_in<int>(1, 256));
   sub->add_option("--report", opts->json_out, "Also write the JSON report to this file");
   sub->add_flag("--json", opts->json, "Print the JSON report instead of the table");
   sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
-  sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass");
-  sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits");
-  sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)");
+  sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass")
+      ->check(float_in(0.0, 1.0));
+  sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits")
+      ->check(float_in(0.0, 3.4e38));
+  sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)")
+      ->check(float_in(0.0, 3.4e38));
   return {sub, [opts] { return run_replay(*opts); }};
 }
 

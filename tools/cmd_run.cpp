@@ -11,6 +11,7 @@
 #include "reference/generate/generate.h"
 #include "audit/replay_log.h"
 #include "audit/dumps.h"
+#include "reference/base/file_io.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -181,6 +182,8 @@ int run_run(RunOptions o) {
   const std::vector<int> banned = o.gen.sampler.banned_tokens;
   o.gen.sampler = resolve_sampler(o.sampler);
   o.gen.sampler.banned_tokens = banned;
+  parse_mode(o.mode);                                 // --mode bogus is refused for every backend
+  if (!o.log.empty()) check_output_path(o.log, "--log");  // before generating, not after
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   check_prompt_fits(lm, o);
   if (const DevicePipeline* dev = require_backend(o.backend)) return run_on_device(*dev, lm, o);
@@ -233,19 +236,19 @@ Command setup_run(CLI::App& app) {
   sub->add_flag("--echo", opts->echo, "Print the prompt before the generated text (--json has it as \"prompt\")");
   sub->add_flag("--quiet,-q", opts->quiet, "No timing line or notes on stderr");
   sub->add_option("--max-tokens,-n", opts->gen.max_tokens, "Tokens to generate")
-      ->check(CLI::Range(1, 1 << 24));
+      ->check(int_in<int>(1, 1 << 24));
   add_sampler_options(sub, opts->sampler);
   sub->add_option("--stop", opts->gen.stop_strings, "Stop string (repeatable)");
-  sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)");
+  sub->add_option("--stop-token", opts->gen.stop_token_ids, "Stop token id (repeatable)")->check(int_in<int>(0));
   sub->add_flag("--ignore-eos", opts->ignore_eos, "Do not stop on EOS");
   sub->add_option("--logit-bias", opts->logit_bias, "ID:BIAS added to a token's logit (repeatable)");
-  sub->add_option("--ban", opts->gen.sampler.banned_tokens, "Banned token id (repeatable)");
+  sub->add_option("--ban", opts->gen.sampler.banned_tokens, "Banned token id (repeatable)")->check(int_in<int>(0));
   sub->add_option("--kv", opts->kv, "KV cache: contiguous or paged (same bits)")
       ->check(CLI::IsMember({"contiguous", "paged"}));
   sub->add_option("--kv-block", opts->gen.kv.block_size, "Tokens per block with --kv paged")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(int_in<int>(1, 1 << 16));
   sub->add_option("--logprobs", opts->gen.logprobs_top_n, "Alternatives per step in --json")
-      ->check(CLI::Range(0, 1000));
+      ->check(int_in<int>(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
   sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
   sub->add_option("--dump-logits", opts->dump_logits, "Write every step's float32 logits (safetensors)");
@@ -254,8 +257,8 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
-  sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "")
-      ->check(CLI::NonNegativeNumber)
+  sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
+      ->check(int_in<int>(0, std::numeric_limits<int>::max(), "--prefill-chunk"))
       ->group("");
   return {sub, [opts] { return run_run(*opts); }};
 }

@@ -7,6 +7,7 @@
 #include "reference/base/errors.h"
 #include "reference/base/sha256.h"
 #include "reference/model/synthetic.h"
+#include "reference/base/file_io.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/synth_gguf.h"
@@ -63,19 +64,17 @@ int run_synth(const SynthOptions& o) {
   const Vocab vocab = synth_vocab(o, preset);
   std::vector<SynthMeta> meta;  // parsed before the output is opened
   for (const std::string& m : o.meta) meta.push_back(parse_synth_meta(m));
-  std::ofstream file(o.output, std::ios::binary | std::ios::trunc);
-  require_input(file.good(), o.output, "output", "cannot open for writing");
+  AtomicWriter file(o.output, "output");  // temp + rename: an existing file survives any failure
   Sha256 hash;
   SynthGgufOptions options;
   options.dtype = o.dtype == "f16" ? DType::F16 : DType::F32;
   options.meta = meta;
   const uint64_t bytes = write_synthetic_gguf(preset, o.seed, vocab, options,
                                               [&](const void* p, size_t n) {
-                                                file.write((const char*)p, (std::streamsize)n);
+                                                file.write(p, n);
                                                 hash.update(p, n);
                                               });
-  file.close();
-  require_input(!file.fail(), o.output, "output", "write failed (disk full?)");
+  file.commit();
   const std::string sha256 = hash.hex();
   nlohmann::json out = {{"path", o.output},     {"preset", preset.name}, {"seed", o.seed},
                         {"dtype", o.dtype},     {"bytes", bytes},        {"sha256", sha256},
@@ -91,7 +90,7 @@ Command setup_synth(CLI::App& app) {
   auto opts = std::make_shared<SynthOptions>();
   auto* sub = app.add_subcommand("synth", "Write a deterministic synthetic model as GGUF");
   sub->add_option("--preset,-p", opts->preset, "Shape preset (see --list)");
-  sub->add_option("--seed,-s", opts->seed, "Weight seed (default: the embedded model's)");
+  sub->add_option("--seed,-s", opts->seed, "Weight seed (default: the embedded model's)")->check(int_in<uint64_t>());
   sub->add_option("--output,-o", opts->output, "Output .gguf path");
   sub->add_option("--tokenizer,-z", opts->tokenizer,
                   "Vocabulary to embed: llama2.c tokenizer.bin or GGUF (default: byte-level)");

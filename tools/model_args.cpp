@@ -7,6 +7,8 @@
 #include "reference/base/sha256.h"
 #include "reference/model/synthetic.h"
 #include "reference/model/loaders.h"
+#include "reference/base/file_io.h"
+#include "tools/cli_common.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {
@@ -20,11 +22,11 @@ void add_model_options(CLI::App* sub, ModelOptions& a) {
                   "Tokenizer: llama2.c tokenizer.bin or a GGUF with tokenizer.ggml.* (default: the "
                   "model's own, or tok<vocab>.bin / tokenizer.bin beside a .bin)");
   sub->add_option("--context", a.context, "Context length override (0: the file's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_in<int>(0, 1 << 24));
   sub->add_flag("--allow-context-extension", a.allow_context_extension,
                 "Allow --context above the model's trained context (recorded in --json)");
   sub->add_option("--threads,-t", a.threads, "Worker threads (changes no bit of the output)")
-      ->check(CLI::Range(1, 1024));
+      ->check(int_in<int>(1, 1024));
 }
 
 // ---- the embedded default ---------------------------------------------------------
@@ -49,9 +51,9 @@ Model load_model_arg(const ModelOptions& a) {
 }
 
 // ---- tokenizer resolution -----------------------------------------------------------
-static bool is_gguf_file(const std::string& path) {
-  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
-}
+// By content, not by name: a GGUF vocabulary named tokenizer.bin is still a GGUF
+// (and a FIFO or a directory is refused here, before anything reads it).
+static bool is_gguf_file(const std::string& path) { return read_file_prefix(path, "file", 4) == "GGUF"; }
 
 // A llama2.c checkpoint names no tokenizer: look beside it (docs/cli.md).
 static std::string tokenizer_beside(const Model& m) {

@@ -1,5 +1,6 @@
 // Sampler options and presets of `oracle run` — see sampler_args.h.
 #include "tools/sampler_args.h"
+#include "tools/cli_common.h"
 
 #include <cstdio>
 #include <type_traits>
@@ -25,8 +26,8 @@ SamplerConfig preset_defaults(const std::string& name, bool do_sample) {
 
 template <typename T>
 static void add(CLI::App* sub, SamplerOptions& a, const std::string& name, T SamplerConfig::*field,
-                const std::string& help) {
-  CLI::Option* o = sub->add_option(name, a.given.*field, help);
+                const std::string& help, const CLI::Validator& check) {
+  CLI::Option* o = sub->add_option(name, a.given.*field, help)->check(check);
   // The help shows the value without --preset (a preset changes it: docs/sampling.md).
   const SamplerConfig plain = preset_defaults("", false);
   char shown[64];
@@ -37,18 +38,19 @@ static void add(CLI::App* sub, SamplerOptions& a, const std::string& name, T Sam
 }
 
 void add_sampler_options(CLI::App* sub, SamplerOptions& a) {
+  constexpr double kBig = 3.4e38;  // finite float32 values (checked readers: tools/cli_common.h)
   sub->add_option("--preset", a.preset,
                   "llamacpp or hf: that engine's defaults and semantics; llamacpp-semantics or "
                   "hf-semantics: its semantics, every filter off (default: llamacpp-semantics, greedy)");
-  add(sub, a, "--temperature", &SamplerConfig::temperature, "0: greedy (argmax, ties to the lowest id) (a --preset changes it)");
-  add(sub, a, "--top-k", &SamplerConfig::top_k, "Keep the k most likely tokens (0: off) (a --preset changes it)");
-  add(sub, a, "--top-p", &SamplerConfig::top_p, "Nucleus sampling mass (1: off) (a --preset changes it)");
-  add(sub, a, "--min-p", &SamplerConfig::min_p, "Drop tokens below min_p x the top probability (0: off) (a --preset changes it)");
-  add(sub, a, "--repeat-penalty", &SamplerConfig::repetition_penalty, "Repetition penalty (1: off) (a --preset changes it)");
-  add(sub, a, "--frequency-penalty", &SamplerConfig::frequency_penalty, "Frequency penalty (0: off) (a --preset changes it)");
-  add(sub, a, "--presence-penalty", &SamplerConfig::presence_penalty, "Presence penalty (0: off) (a --preset changes it)");
-  add(sub, a, "--penalty-window", &SamplerConfig::penalty_window, "Last N tokens penalised (-1: all) (a --preset changes it)");
-  add(sub, a, "--seed", &SamplerConfig::seed, "Sampling seed (Philox key)");
+  add(sub, a, "--temperature", &SamplerConfig::temperature, "0: greedy (argmax, ties to the lowest id) (a --preset changes it)", float_in(0.0, kBig));
+  add(sub, a, "--top-k", &SamplerConfig::top_k, "Keep the k most likely tokens (0: off) (a --preset changes it)", int_in<int>(0));
+  add(sub, a, "--top-p", &SamplerConfig::top_p, "Nucleus sampling mass (1: off) (a --preset changes it)", float_in(0.0, 1.0));
+  add(sub, a, "--min-p", &SamplerConfig::min_p, "Drop tokens below min_p x the top probability (0: off) (a --preset changes it)", float_in(0.0, 1.0));
+  add(sub, a, "--repeat-penalty", &SamplerConfig::repetition_penalty, "Repetition penalty (1: off) (a --preset changes it)", float_in(0.0, kBig, true));
+  add(sub, a, "--frequency-penalty", &SamplerConfig::frequency_penalty, "Frequency penalty (0: off) (a --preset changes it)", float_in(-kBig, kBig));
+  add(sub, a, "--presence-penalty", &SamplerConfig::presence_penalty, "Presence penalty (0: off) (a --preset changes it)", float_in(-kBig, kBig));
+  add(sub, a, "--penalty-window", &SamplerConfig::penalty_window, "Last N tokens penalised (-1: all) (a --preset changes it)", int_in<int>(-1));
+  add(sub, a, "--seed", &SamplerConfig::seed, "Sampling seed (Philox key)", int_in<uint64_t>());
   sub->add_flag("--do-sample", a.do_sample, "With --preset hf: sample instead of greedy (HF do_sample=True)");
 }
 

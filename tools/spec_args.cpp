@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
@@ -14,9 +15,9 @@ void add_speculative_options(CLI::App* sub, DraftOptions& a) {
                   "Speculative decoding: draft checkpoint sharing the target's vocabulary");
   sub->add_option("--draft-tokenizer", a.draft_tokenizer,
                   "Tokenizer of the draft model (checked equal to the target's)");
-  sub->add_option("--spec-k", a.k, "Drafted tokens per target pass")->check(CLI::Range(1, 64));
+  sub->add_option("--spec-k", a.k, "Drafted tokens per target pass")->check(int_in<int>(1, 64));
   sub->add_option("--spec-ngram", a.ngram, "Speculative decoding with prompt-lookup drafts of this n-gram size")
-      ->check(CLI::Range(1, 16));
+      ->check(int_in<int>(1, 16));
   sub->add_flag("--spec-adaptive", a.adaptive, "Adapt k per round (1 .. 2 * spec-k)");
 }
 
@@ -24,16 +25,29 @@ bool speculative_enabled(const DraftOptions& a) { return !a.draft_model.empty() 
 
 // The draft's pieces must be the target's: from --draft-tokenizer, else the
 // vocabulary the draft file embeds; the sizes must agree in any case.
+// Equal sizes are not enough (two 512-token vocabularies can differ piece by
+// piece): the draft's tokenizer is resolved like the target's — --draft-tokenizer,
+// the embedded vocabulary, or tok<vocab>.bin / tokenizer.bin beside the file.
+// A llama2.c draft with tok<vocab>.bin or tokenizer.bin beside it (model_args.cpp's
+// lookup): its pieces are known and compared. With no tokenizer anywhere only the
+// sizes can be compared (docs/speculative.md).
+static bool tokenizer_file_beside(const Model& m) {
+  if (m.format != "llama2c") return false;
+  const std::filesystem::path dir = std::filesystem::path(m.path).parent_path();
+  std::error_code ec;
+  return std::filesystem::exists(dir / ("tok" + std::to_string(m.config.vocab_size) + ".bin"), ec) ||
+         std::filesystem::exists(dir / "tokenizer.bin", ec);
+}
+
 static void check_draft_vocab(const DraftOptions& a, const Model& draft, const Model& target, const Vocab* target_vocab) {
   require_input(draft.config.vocab_size == target.config.vocab_size, draft.path, "vocab_size",
                 std::to_string(draft.config.vocab_size) + " differs from the target's " +
                     std::to_string(target.config.vocab_size));
-  if (!target_vocab || (a.draft_tokenizer.empty() && draft.vocab.tokens.empty())) return;
-  const std::string source = a.draft_tokenizer.empty() ? draft.path : a.draft_tokenizer;
-  const std::vector<std::string> pieces =
-      a.draft_tokenizer.empty()
-          ? draft.vocab.tokens
-          : load_model_and_tokenizer(ModelOptions{a.draft_model, a.draft_tokenizer}).tokenizer.vocab().tokens;
+  require_input(target_vocab != nullptr, target.path, "tokens", "the target's vocabulary is needed to check the draft's");
+  if (a.draft_tokenizer.empty() && draft.vocab.tokens.empty() && !tokenizer_file_beside(draft)) return;  // sizes only
+  const LoadedModel d = load_model_and_tokenizer(ModelOptions{a.draft_model, a.draft_tokenizer});
+  const std::string source = d.tokenizer_source == "embedded" ? draft.path : d.tokenizer_source;
+  const std::vector<std::string>& pieces = d.tokenizer.vocab().tokens;
   require_input(pieces == target_vocab->tokens, source, "tokens",
                 "the draft's vocabulary differs from the target tokenizer's");
 }
@@ -129,11 +143,11 @@ static std::vector<int> plain_greedy(const Model& m, std::span<const int> prompt
   return out;
 }
 
-nlohmann::json bench_speculative(const Model& target, const DraftOptions& a, std::span<const int> prompt,
-                                 int n_tokens, int threads) {
+nlohmann::json bench_speculative(const Model& target, const DraftOptions& a, const Vocab& target_vocab,
+                                 std::span<const int> prompt, int n_tokens, int threads) {
   SamplerConfig greedy;
   greedy.temperature = 0.0f;
-  const std::unique_ptr<DraftSource> src = make_draft_source(a, target, nullptr, greedy, threads);
+  const std::unique_ptr<DraftSource> src = make_draft_source(a, target, &target_vocab, greedy, threads);
   auto t0 = std::chrono::steady_clock::now();
   const std::vector<int> plain = plain_greedy(target, prompt, n_tokens, threads);
   const double plain_s = seconds_since(t0);

@@ -54,8 +54,9 @@ int print_speculative_run(const LoadedModel& target, const DraftOptions& args, c
 // oracle bench, speculative: greedy decoding of n tokens after `prompt`, plain
 // (one target pass per token) and speculative; target passes per token, the
 // wall-time speedup, and whether both produced the same ids (they must).
-nlohmann::json bench_speculative(const Model& target, const DraftOptions& args, std::span<const int> prompt,
-                                 int n_tokens, int threads);
+// target_vocab: the target tokenizer's vocabulary (compared with the draft's piece by piece).
+nlohmann::json bench_speculative(const Model& target, const DraftOptions& args, const Vocab& target_vocab,
+                                 std::span<const int> prompt, int n_tokens, int threads);
 void print_speculative_bench(const nlohmann::json& j);
 
 }  // namespace oracle::tools

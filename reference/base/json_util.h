@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
+#include "reference/base/checked_int.h"
 
 namespace oracle {
 
@@ -36,26 +37,42 @@ inline float float_from_json(const nlohmann::json& j, const std::string& field) 
   throw InputError("json", field, "expected a number, \"inf\", \"-inf\" or \"nan\"");
 }
 
-// An integer JSON number that fits T; InputError otherwise (nlohmann's get<int>()
-// on 1e46 is undefined behaviour — found by fuzz/fuzz_replay_log).
+// An integer JSON number that fits T (and [lo, hi]); InputError(file, field)
+// otherwise — never a narrowing get<int>() (4294967302 is not 6, and 1e46 is
+// undefined behaviour: found by fuzz/fuzz_replay_log). The checks are
+// base/checked_int.h's, shared with the command line.
+template <typename T>
+T int_from_json(const nlohmann::json& j, const std::string& file, const std::string& field,
+                T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max()) {
+  if (j.is_number_unsigned()) return checked_int<T>(j.get<uint64_t>(), file, field, lo, hi);
+  if (j.is_number_integer()) return checked_int<T>(j.get<int64_t>(), file, field, lo, hi);
+  throw InputError(file, field, "expected an integer in " + int_range_text(lo, hi) + ", got " +
+                                    (j.is_number_float() ? j.dump() : std::string(j.type_name())));
+}
 template <typename T>
 T int_from_json(const nlohmann::json& j, const std::string& field) {
-  constexpr uint64_t max = (uint64_t)std::numeric_limits<T>::max();
-  if (j.is_number_unsigned()) {
-    if (j.get<uint64_t>() <= max) return (T)j.get<uint64_t>();
-  } else if (j.is_number_integer()) {
-    int64_t v = j.get<int64_t>();
-    if (v >= 0 ? (uint64_t)v <= max : std::numeric_limits<T>::is_signed && v >= (int64_t)std::numeric_limits<T>::min())
-      return (T)v;
-  }
-  throw InputError("json", field, "expected an integer in range");
+  return int_from_json<T>(j, "json", field);
 }
 
-inline std::vector<int> ints_from_json(const nlohmann::json& j, const std::string& field) {
-  if (!j.is_array()) throw InputError("json", field, "expected an array of integers");
+inline std::vector<int> ints_from_json(const nlohmann::json& j, const std::string& file, const std::string& field) {
+  if (!j.is_array()) throw InputError(file, field, "expected an array of integers");
   std::vector<int> out;
-  for (const auto& e : j) out.push_back(int_from_json<int>(e, field));
+  for (size_t i = 0; i < j.size(); i++)
+    out.push_back(int_from_json<int>(j[i], file, field + "[" + std::to_string(i) + "]"));
   return out;
+}
+inline std::vector<int> ints_from_json(const nlohmann::json& j, const std::string& field) {
+  return ints_from_json(j, "json", field);
+}
+
+// JSON text -> value; a syntax error is InputError(file, field, "not valid JSON:
+// syntax error at byte N") — one line in our format, not nlohmann's exception text.
+inline nlohmann::json parse_json_text(std::string_view text, const std::string& file, const std::string& field) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file, field, "not valid JSON: syntax error at byte " + std::to_string(e.byte));
+  }
 }
 
 }  // namespace oracle

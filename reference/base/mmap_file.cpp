@@ -9,27 +9,18 @@
 #include <cstring>
 
 #include "reference/base/errors.h"
+#include "reference/base/file_io.h"
 
 namespace oracle {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  require_input(fd >= 0, path, "file", std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path, "file", "not a regular file");
-  }
-  size_ = static_cast<size_t>(st.st_size);
+  const FileHandle f = open_regular_file(path, "file");  // refuses FIFOs, directories, devices
+  size_ = static_cast<size_t>(file_size(f));
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      throw InputError(path, "file", std::string("mmap failed: ") + std::strerror(errno));
-    }
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd(), 0);
+    require_input(p != MAP_FAILED, path, "file", std::string("mmap failed: ") + std::strerror(errno));
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
 }
 
 MappedFile::~MappedFile() {
@@ -40,7 +31,7 @@ const uint8_t* MappedFile::at(uint64_t offset, uint64_t n, const std::string& fi
   if (offset > size_ || n > size_ - offset)
     throw InputError(path_, field,
                      "truncated: needs bytes [" + std::to_string(offset) + ", " +
-                         std::to_string(offset + n) + ") but the file has " + std::to_string(size_));
+                         (n > UINT64_MAX - offset ? std::string("2^64+") : std::to_string(offset + n)) + ") but the file has " + std::to_string(size_));
   return data_ + offset;
 }
 

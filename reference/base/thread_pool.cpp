@@ -1,11 +1,31 @@
 // ThreadPool: see thread_pool.h.
 #include "reference/base/thread_pool.h"
 
+#include <system_error>
+
+#include "reference/base/errors.h"
+
 namespace oracle {
 
+// A thread the system refuses (ulimit -u, ulimit -v, cgroup pids) is reported,
+// never left to deadlock or std::terminate: the started workers are stopped
+// and joined, then InputError names the option to lower.
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   errors_.resize(n_threads_);
-  for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this, i] { worker(i); });
+  try {
+    for (int i = 1; i < n_threads_; i++) workers_.emplace_back([this, i] { worker(i); });
+  } catch (const std::system_error& e) {
+    const size_t started = workers_.size();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();  // joinable threads must not reach ~thread (std::terminate)
+    throw InputError("--threads", "threads",
+                     "cannot start thread " + std::to_string(started + 2) + " of " + std::to_string(n_threads_) +
+                         ": " + e.what() + " (lower --threads)");
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -5,6 +5,7 @@
 // (prefill, chunks, batches) or splitting them over threads changes no bit.
 #include "reference/compute/forward.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "reference/compute/ops.h"
 #include "reference/model/quantize_rows.h"
 #include "reference/compute/rope_table.h"
+#include "reference/base/memory_budget.h"
 
 namespace oracle {
 
@@ -214,6 +216,37 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   return logits;
 }
 
+// Admission control: the scratch of this call (RunState, the K/V row pointers,
+// the logits) computed before anything is allocated (base/memory_budget.h).
+void admit_activations(const Ctx& cx, bool all_logits) {
+  const Config& c = cx.c;
+  const uint64_t n = cx.rows.size();
+  const uint64_t q = (uint64_t)c.n_heads * c.head_dim, kv = (uint64_t)c.n_kv_heads * c.head_dim;
+  const uint64_t per_row = 3 * (uint64_t)c.dim + 2 * q + 2 * kv + 2 * (uint64_t)c.hidden_dim + (uint64_t)c.head_dim;
+  uint64_t pointers = 0;
+  for (const Row& r : cx.rows) pointers += 2 * ((uint64_t)r.pos + 1);
+  const uint64_t logits = mul_sat(all_logits ? n : 1, (uint64_t)c.vocab_size + c.dim);
+  const uint64_t bytes = mul_sat(mul_sat(n, per_row) + logits, sizeof(float)) + mul_sat(pointers, sizeof(void*));
+  admit_allocation(bytes, "forward", "tokens",
+                   "the activations of " + std::to_string(n) + " tokens", "use a shorter prompt or --prefill-chunk");
+}
+
+// Non-finite values in the residual stream or the logits (the weights were
+// checked finite at load, so an activation overflowed): InputError naming the
+// op, layer and position — greedy would otherwise skip NaN logits silently.
+void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer) {
+  for (size_t i = 0; i < buf.size(); i++) {
+    if (std::isfinite(buf[i])) continue;
+    char field[64];
+    std::snprintf(field, sizeof field, name, layer);
+    const size_t r = i / (size_t)width;
+    throw InputError("forward", field,
+                     std::string(buf[i] != buf[i] ? "NaN" : "infinite") + " value at position " +
+                         std::to_string(cx.rows[r].pos) + " (element " + std::to_string(i % (size_t)width) +
+                         "): an activation overflowed float32");
+  }
+}
+
 // Checks ids and room, then appends every row's token to the cache (all or none).
 void validate_and_append(Ctx& cx) {
   for (Row& row : cx.rows) {
@@ -241,16 +274,29 @@ std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> ro
   ThreadPool* pool = opt.pool;
   if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();
   Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows)};
+  admit_activations(cx, all_logits);
   validate_and_append(cx);
-  RunState st;
-  alloc_state(cx.c, (int)cx.rows.size(), st);
-  embed(cx, st);
-  rope_rows(cx, st);
-  for (int l = 0; l < cx.c.n_layers; l++) {
-    attention_block(cx, l, st);
-    ffn_block(cx, l, st);
+  std::vector<std::pair<int, int>> appended;  // (seq, length before): undone when a check fails
+  for (const Row& row : cx.rows) appended.push_back({row.seq, row.pos});
+  try {
+    RunState st;
+    alloc_state(cx.c, (int)cx.rows.size(), st);
+    embed(cx, st);
+    rope_rows(cx, st);
+    for (int l = 0; l < cx.c.n_layers; l++) {
+      attention_block(cx, l, st);
+      check_finite(cx, st.x, cx.c.dim, "blk.%d.attn_out", l);
+      ffn_block(cx, l, st);
+      check_finite(cx, st.x, cx.c.dim, "blk.%d.ffn_out", l);
+    }
+    std::vector<float> logits = head(cx, st, all_logits ? 0 : st.n - 1);
+    check_finite(cx, logits, cx.c.vocab_size, "logits", 0);
+    return logits;
+  } catch (...) {  // a failed call leaves the cache unchanged (forward.h)
+    for (size_t r = appended.size(); r-- > 0;)
+      if (cx.kv.length(appended[r].first) > appended[r].second) cx.kv.truncate(appended[r].first, appended[r].second);
+    throw;
   }
-  return head(cx, st, all_logits ? 0 : st.n - 1);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "reference/base/errors.h"
+#include "reference/base/memory_budget.h"
 
 namespace oracle {
 
@@ -123,6 +124,17 @@ int KvCache::Impl::filled_slots(int block) const {
   return filled;
 }
 
+// Admission control (base/memory_budget.h): K and V of `positions` tokens, checked
+// against the memory this process can still get before anything is allocated.
+static void admit_kv(const Config& c, uint64_t positions, const char* what) {
+  const uint64_t kv_dim = (uint64_t)c.n_kv_heads * (uint64_t)c.head_dim;
+  const uint64_t bytes = mul_sat(mul_sat(mul_sat(2 * (uint64_t)c.n_layers, positions), kv_dim), sizeof(float));
+  admit_allocation(bytes, "kv_cache", "context_length",
+                   std::string(what) + " (2 x " + std::to_string(c.n_layers) + " layers x " +
+                       std::to_string(positions) + " positions x " + std::to_string(kv_dim) + " floats)",
+                   "lower --context (the context length is " + std::to_string(c.seq_len) + ")");
+}
+
 // ============================================================================
 // Public API
 // ============================================================================
@@ -137,6 +149,7 @@ KvCache::KvCache(const Config& config, const KvCacheOptions& options)
   m.kv_dim = config.n_kv_heads * config.head_dim;
   m.tokens.resize(options.max_seqs);
   if (!options.paged) {
+    admit_kv(config, (uint64_t)std::max(0, config.seq_len), "the KV cache of one sequence");
     m.k_seq.resize(options.max_seqs);
     m.v_seq.resize(options.max_seqs);
     return;
@@ -144,6 +157,7 @@ KvCache::KvCache(const Config& config, const KvCacheOptions& options)
   m.bs = options.block_size;
   long max_tokens = options.max_tokens > 0 ? options.max_tokens
                                            : (long)options.max_seqs * config.seq_len;
+  admit_kv(config, (uint64_t)std::max(0L, max_tokens) + (uint64_t)m.bs, "the paged KV pool");
   m.n_blocks = (int)((max_tokens + m.bs - 1) / m.bs);
   m.k_pool.assign((size_t)m.n_blocks * config.n_layers * m.bs * m.kv_dim, 0.0f);
   m.v_pool.assign(m.k_pool.size(), 0.0f);
@@ -178,6 +192,7 @@ int KvCache::append(int seq, int token) {
                     std::to_string(m.cfg.seq_len) + ")");
   if (!m.opt.paged) {
     if (m.k_seq[seq].empty()) {
+      admit_kv(m.cfg, (uint64_t)m.cfg.seq_len, "the KV cache of one sequence");
       m.k_seq[seq].assign((size_t)m.cfg.n_layers * m.cfg.seq_len * m.kv_dim, 0.0f);
       m.v_seq[seq].assign(m.k_seq[seq].size(), 0.0f);
     }

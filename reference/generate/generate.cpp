@@ -37,6 +37,10 @@ std::vector<int> encode_prompt(const Model& model, const Tokenizer& tok, const s
                                const GenerateOptions& o) {
   require_input(o.max_tokens >= 1, "options", "max_tokens", "must be >= 1");
   validate(o.sampler, model.config.vocab_size);
+  for (int id : o.stop_token_ids)
+    require_input(id >= 0 && id < model.config.vocab_size, "options", "stop_token_ids",
+                  "token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                      std::to_string(model.config.vocab_size) + ")");
   std::vector<int> ids = tok.encode(prompt, o.add_bos);
   require_input(!ids.empty(), "<text>", "prompt", "empty prompt and no BOS");
   require_input((int)ids.size() < model.config.seq_len, "<text>", "prompt",

@@ -1,5 +1,6 @@
 // GGUF v2/v3 parser. See gguf.h for the layout; every read goes through
 // MappedFile::at, every count is bounded by the bytes left before allocating.
+#include <algorithm>
 #include <cstring>
 
 #include "reference/base/errors.h"
@@ -195,6 +196,24 @@ void check_tensor_data(const MappedFile& f, GgufTensorInfo& t, uint64_t data_off
   t.data = f.at(data_offset + t.offset, n_bytes, field + " data");
 }
 
+// No two tensors may share bytes: an overlap makes one tensor's weights another's.
+void check_no_overlap(const MappedFile& f, const std::vector<GgufTensorInfo>& tensors) {
+  std::vector<const GgufTensorInfo*> order;
+  for (const GgufTensorInfo& t : tensors)
+    if (t.n_bytes > 0) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
+    return a->offset != b->offset ? a->offset < b->offset : a->name < b->name;
+  });
+  for (size_t i = 1; i < order.size(); i++) {
+    const GgufTensorInfo& a = *order[i - 1];
+    const GgufTensorInfo& b = *order[i];
+    require_input(a.offset + a.n_bytes <= b.offset, f.path(), "tensor '" + b.name + "' offset",
+                  "bytes [" + std::to_string(b.offset) + ", " + std::to_string(b.offset + b.n_bytes) +
+                      ") overlap tensor '" + a.name + "' at [" + std::to_string(a.offset) + ", " +
+                      std::to_string(a.offset + a.n_bytes) + ")");
+  }
+}
+
 }  // namespace
 
 void GgufFile::parse() {
@@ -226,6 +245,7 @@ void GgufFile::parse() {
   }
   data_offset_ = (c.pos + alignment_ - 1) / alignment_ * alignment_;
   for (GgufTensorInfo& t : tensors_) check_tensor_data(f, t, data_offset_, alignment_);
+  check_no_overlap(f, tensors_);
 }
 
 // ---- GgufFile: lookups ---------------------------------------------------------------------

@@ -10,6 +10,7 @@
 
 #include "reference/base/errors.h"
 #include "reference/model/quant.h"
+#include "reference/base/file_io.h"
 
 namespace oracle {
 
@@ -212,10 +213,9 @@ void GgufWriter::write_to(const std::string& path) const {
     o.put<uint64_t>(offset);
     offset += (t.size + alignment_ - 1) / alignment_ * alignment_;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  require_input(out.good(), path, "file", "cannot open for writing");
+  AtomicWriter out(path, "file");  // temp + rename: a failed write leaves any previous file intact
   o.pad_to(alignment_);
-  out.write(reinterpret_cast<const char*>(o.bytes.data()), static_cast<std::streamsize>(o.bytes.size()));
+  out.write(o.bytes.data(), o.bytes.size());
   const std::vector<uint8_t> zeros(alignment_, 0);
   for (const Tensor& t : tensors_) {
     std::vector<uint8_t> made;
@@ -224,27 +224,15 @@ void GgufWriter::write_to(const std::string& path) const {
       require_size(t.name, made.size(), t.size);
     }
     const std::vector<uint8_t>& bytes = t.make ? made : t.bytes;
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.write(reinterpret_cast<const char*>(zeros.data()),
-              static_cast<std::streamsize>((alignment_ - bytes.size() % alignment_) % alignment_));
-    require_input(out.good(), path, "file", "write failed");
+    out.write(bytes.data(), bytes.size());
+    out.write(zeros.data(), (alignment_ - bytes.size() % alignment_) % alignment_);
   }
-  out.close();
-  require_input(!out.fail(), path, "file", "write failed");
+  out.commit();
 }
 
-void GgufWriter::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  try {
-    write_to(tmp);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::remove(tmp.c_str());
-  require_input(!ec, path, "file", "cannot rename the finished file into place: " + ec.message());
+// write_to already writes a temporary file in the target's directory and
+// renames it on success (AtomicWriter, reference/base/file_io.h).
+void GgufWriter::write(const std::string& path) const { write_to(path);
 }
 
 }  // namespace oracle

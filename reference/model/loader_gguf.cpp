@@ -138,6 +138,28 @@ RopeConfig read_rope(const GgufFile& g, const std::string& a, int context_length
   return r;
 }
 
+// A float metadata value as float32: finite and > 0 (a double beyond float's
+// range would be an undefined conversion; +inf passes a plain "> 0" check).
+float float_key(const GgufFile& g, const std::string& key, double fallback) {
+  const double v = fallback < 0 ? g.get_float(key) : g.get_float(key, fallback);
+  require_input(std::isfinite(v) && v > 0.0 && v <= 3.0e38, g.path(), key,
+                "must be a finite number > 0, got " + std::to_string(v));
+  return static_cast<float>(v);
+}
+
+// block_count must cover every blk.N tensor the file holds: a smaller count
+// would silently run only the first layers.
+void check_block_count(const GgufFile& g, int n_layers) {
+  for (const GgufTensorInfo& t : g.tensors()) {
+    if (t.name.rfind("blk.", 0) != 0) continue;
+    const size_t dot = t.name.find('.', 4);
+    const std::string index = t.name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+    const bool digits = !index.empty() && index.size() < 9 && index.find_first_not_of("0123456789") == std::string::npos;
+    require_input(!digits || std::stoi(index) < n_layers, g.path(), g.get_string("general.architecture") + ".block_count",
+                  std::to_string(n_layers) + " layers, but the file holds tensor '" + t.name + "'");
+  }
+}
+
 Config read_arch_config(const GgufFile& g) {
   const std::string arch = g.get_string("general.architecture");
   require_input(arch == "llama" || arch == "qwen2", g.path(), "general.architecture",
@@ -150,8 +172,8 @@ Config read_arch_config(const GgufFile& g) {
   c.n_heads = size_key(g, a + "attention.head_count");
   c.n_kv_heads = g.has(a + "attention.head_count_kv") ? size_key(g, a + "attention.head_count_kv") : c.n_heads;
   c.seq_len = size_key(g, a + "context_length");
-  c.rope_theta = static_cast<float>(g.get_float(a + "rope.freq_base", 10000.0));
-  c.norm_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon"));
+  c.rope_theta = float_key(g, a + "rope.freq_base", 10000.0);
+  c.norm_eps = float_key(g, a + "attention.layer_norm_rms_epsilon", -1.0);
   require_input(c.dim % c.n_heads == 0, g.path(), a + "attention.head_count",
                 std::to_string(c.n_heads) + " does not divide embedding_length " + std::to_string(c.dim));
   c.head_dim = c.dim / c.n_heads;
@@ -315,6 +337,7 @@ Model load_gguf(const std::string& path, const LoadOptions& options) {
   check_gguf_keys(g, m.config.architecture, m.config.n_layers);
   m.config.vocab_size = read_vocab_size(g, m.config.dim);
   validate_config(m.config, path);
+  check_block_count(g, m.config.n_layers);
   load_weights(g, m);
   read_embedded_vocab(g, m);
   fill_tensor_table(g, m);

@@ -10,6 +10,7 @@
 
 #include "reference/base/errors.h"
 #include "reference/model/loaders.h"
+#include "reference/base/escape.h"
 
 namespace oracle {
 
@@ -21,6 +22,12 @@ Config read_llama2c_header(const MappedFile& f) {
   int32_t h[7];
   std::memcpy(h, f.at(0, sizeof(h), "header"), sizeof(h));
   const char* names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+  // No magic in this format: a first field out of range means "not a checkpoint
+  // at all" (a damaged GGUF, some other file) more often than a bad dim.
+  require_input(h[0] > 0 && h[0] <= kMaxHeaderValue, f.path(), "magic",
+                "neither a GGUF file (magic \"GGUF\") nor a llama2.c checkpoint: the first bytes '" +
+                    escape_bytes(std::string(reinterpret_cast<const char*>(h), 4)) + "' read as header.dim = " +
+                    std::to_string(h[0]) + ", out of range");
   for (int k = 0; k < 7; k++) {
     int64_t v = h[k] < 0 ? -int64_t(h[k]) : h[k];
     require_input(v > 0 && v <= kMaxHeaderValue, f.path(), std::string("header.") + names[k],

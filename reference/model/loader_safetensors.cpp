@@ -6,6 +6,7 @@
 // permutation convert_llama_weights_to_hf applies); we undo it at load so the
 // in-memory model is the interleaved-pairs model llama2.c and GGUF give.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,8 @@
 #include "reference/model/loaders.h"
 #include "reference/model/quant.h"
 #include "reference/model/rope_factors.h"
+#include "reference/base/file_io.h"
+#include "reference/base/json_util.h"
 
 namespace oracle {
 
@@ -61,11 +64,7 @@ StFiles resolve_files(const std::string& path) {
 }
 
 json parse_json_text(const char* begin, const char* end, const std::string& file, const std::string& field) {
-  try {
-    return json::parse(begin, end);
-  } catch (const json::exception& e) {
-    throw InputError(file, field, std::string("invalid JSON: ") + e.what());
-  }
+  return oracle::parse_json_text(std::string_view(begin, (size_t)(end - begin)), file, field);
 }
 
 // ---- safetensors header ------------------------------------------------------------------------
@@ -109,6 +108,10 @@ StTensor st_entry(const json& e, const MappedFile& f, uint64_t data_start, const
   }
   require_input(b <= end && end - b == n * uint64_t(dtype_row_bytes(t.type, 1)), f.path(),
                 field + " data_offsets", "byte range does not match dtype and shape");
+  // data_start + b must not wrap past 2^64 (it would point back into the header).
+  require_input(data_start <= f.size() && b <= f.size() - data_start, f.path(), field + " data_offsets",
+                "begin " + std::to_string(b) + " lies beyond the end of the file (" +
+                    std::to_string(f.size() - std::min<uint64_t>(data_start, f.size())) + " data bytes)");
   t.data = f.at(data_start + b, end - b, field + " data_offsets");
   t.n_bytes = end - b;
   return t;
@@ -132,24 +135,33 @@ void read_shard(const std::shared_ptr<MappedFile>& f, StTable& table) {
 // ---- config.json -> Config ------------------------------------------------------------------------
 int cfg_int(const json& j, const std::string& key, const std::string& file, int fallback = -1) {
   if (!j.contains(key) && fallback >= 0) return fallback;
-  require_input(j.contains(key) && j[key].is_number_integer(), file, key, "missing or not an integer");
-  int64_t v = j[key].get<int64_t>();
-  require_input(v > 0 && v <= (int64_t(1) << 24), file, key, "value " + std::to_string(v) + " out of range");
-  return static_cast<int>(v);
+  require_input(j.contains(key), file, key, "missing");
+  return int_from_json<int>(j[key], file, key, 1, 1 << 24);  // the checked-integer reader
+}
+
+// Typed optional fields: a wrong JSON type names the key (never nlohmann's text).
+std::string cfg_string(const json& j, const std::string& key, const std::string& file, const std::string& fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  require_input(j[key].is_string(), file, key, std::string("expected a string, got ") + j[key].type_name());
+  return j[key].get<std::string>();
+}
+
+bool cfg_bool(const json& j, const std::string& key, const std::string& file, bool fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  require_input(j[key].is_boolean(), file, key, std::string("expected true or false, got ") + j[key].type_name());
+  return j[key].get<bool>();
 }
 
 float cfg_float(const json& j, const std::string& key, const std::string& file, float fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  require_input(j[key].is_number(), file, key, "must be a number");
-  return static_cast<float>(j[key].get<double>());
+  require_input(j[key].is_number(), file, key, std::string("expected a number, got ") + j[key].type_name());
+  const double v = j[key].get<double>();
+  require_input(std::isfinite(v) && std::fabs(v) <= 3.0e38, file, key, "outside the float32 range");
+  return static_cast<float>(v);
 }
 
 json read_config_json(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  require_input(in.good(), file, "file", "cannot open (a safetensors model needs config.json)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_regular_file(file, "config.json", uint64_t(1) << 26);
   json j = parse_json_text(text.data(), text.data() + text.size(), file, "config.json");
   require_input(j.is_object(), file, "config.json", "must be a JSON object");
   return j;
@@ -241,6 +253,7 @@ std::vector<float> llama3_freq_factors(const json& r, const std::string& file, f
 Config read_hf_config(const std::string& file) {
   const json j = read_config_json(file);
   check_hf_keys(j, file);
+  require_input(cfg_string(j, "hidden_act", file, "silu") == "silu", file, "hidden_act", "need silu");
   Config c;
   c.dim = cfg_int(j, "hidden_size", file);
   c.hidden_dim = cfg_int(j, "intermediate_size", file);
@@ -251,10 +264,12 @@ Config read_hf_config(const std::string& file) {
   c.seq_len = cfg_int(j, "max_position_embeddings", file);
   c.rope_theta = cfg_float(j, "rope_theta", file, 10000.0f);
   c.norm_eps = cfg_float(j, "rms_norm_eps", file, 1e-6f);  // HF LlamaConfig default
+  for (const auto& [key, v] : {std::pair<const char*, float>{"rope_theta", c.rope_theta}, {"rms_norm_eps", c.norm_eps}})
+    require_input(v > 0.0f, file, key, "must be a finite number > 0, got " + std::to_string(v));
   c.head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
   require_input(cfg_int(j, "head_dim", file, c.head_dim) == c.head_dim, file, "head_dim",
                 "must equal hidden_size / num_attention_heads");
-  c.tied_classifier = j.value("tie_word_embeddings", false);
+  c.tied_classifier = cfg_bool(j, "tie_word_embeddings", file, false);
   c.architecture = j.value("model_type", std::string("llama")) == "qwen2" ? "qwen2" : "llama";
   c.qkv_bias = c.architecture == "qwen2";
   check_sliding_window(j, file, c.seq_len);
@@ -347,6 +362,19 @@ void load_weights(StModel& s) {
                                              : load_tensor(s, "lm_head.weight", {vocab, dim});
 }
 
+// num_hidden_layers must cover every model.layers.N tensor (fewer would run a prefix).
+void check_layer_count(const StTable& table, int n_layers, const std::string& config) {
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, t] : table) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t dot = name.find('.', prefix.size());
+    const std::string index = name.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
+    const bool digits = !index.empty() && index.size() < 9 && index.find_first_not_of("0123456789") == std::string::npos;
+    require_input(!digits || std::stoi(index) < n_layers, config, "num_hidden_layers",
+                  std::to_string(n_layers) + " layers, but " + t.file + " holds tensor '" + name + "'");
+  }
+}
+
 // Raw table in ggml dimension order (reversed torch shape), like GGUF's.
 void fill_tensor_table(const StTable& table, Model& m) {
   for (const auto& [name, t] : table)
@@ -369,6 +397,7 @@ Model load_safetensors(const std::string& path, const LoadOptions& options) {
     read_shard(m.extra_files.back(), s.table);
   }
   m.file = m.extra_files.front();
+  check_layer_count(s.table, m.config.n_layers, files.config);
   load_weights(s);
   check_all_used(s);
   fill_tensor_table(s.table, m);

@@ -1,12 +1,15 @@
 // load_model: dispatch on the file's magic / extension, SHA-256 of the
 // checkpoint, and the helpers shared by the three loaders (loaders.h).
+#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "reference/base/errors.h"
 #include "reference/model/loaders.h"
 #include "reference/base/sha256.h"
+#include "reference/base/escape.h"
+#include "reference/base/file_io.h"
+#include "reference/model/finite_check.h"
 
 namespace oracle {
 
@@ -24,8 +27,11 @@ void validate_config(const Config& c, const std::string& path) {
                 "head_dim " + std::to_string(c.head_dim) + " must be even for RoPE pairs");
   require_input(c.n_kv_heads <= c.n_heads && c.n_heads % c.n_kv_heads == 0, path, "n_kv_heads",
                 std::to_string(c.n_kv_heads) + " does not divide n_heads " + std::to_string(c.n_heads));
-  require_input(c.norm_eps > 0.0f, path, "norm_eps", "must be positive");
-  require_input(c.rope_theta > 0.0f, path, "rope_theta", "must be positive");
+  // std::isfinite first: +inf passes "> 0", NaN fails it silently in other checks.
+  require_input(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f, path, "norm_eps",
+                "must be a finite number > 0, got " + std::to_string(c.norm_eps));
+  require_input(std::isfinite(c.rope_theta) && c.rope_theta > 0.0f, path, "rope_theta",
+                "must be a finite number > 0, got " + std::to_string(c.rope_theta));
 }
 
 void apply_context_override(Config& c, const LoadOptions& options, const std::string& path) {
@@ -65,13 +71,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string read_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require_input(in.good(), path, "file", "cannot open");
-  char magic[4] = {0, 0, 0, 0};
-  in.read(magic, 4);
-  return std::string(magic, static_cast<size_t>(in.gcount()));
-}
+// The first 4 bytes, through the one regular-file check (a FIFO never blocks here).
+std::string read_magic(const std::string& path) { return read_file_prefix(path, "file", 4); }
 
 // llama2.c / GGUF: the file itself. safetensors: config.json, then every shard.
 std::string checkpoint_sha256(const Model& m) {
@@ -88,12 +89,17 @@ std::string checkpoint_sha256(const Model& m) {
 Model load_model(const std::string& path, const LoadOptions& options) {
   namespace fs = std::filesystem;
   Model m;
-  if (fs::is_directory(path) || ends_with(path, ".safetensors") || ends_with(path, "config.json"))
+  std::error_code ec;
+  if (fs::is_directory(path, ec) || ends_with(path, ".safetensors") || ends_with(path, "config.json")) {
     m = load_safetensors(path, options);
-  else if (read_magic(path) == "GGUF")
-    m = load_gguf(path, options);
-  else
-    m = load_llama2c(path, options);
+  } else {
+    const std::string magic = read_magic(path);
+    // A .gguf name with another magic is a damaged GGUF, not a llama2.c checkpoint.
+    require_input(magic == "GGUF" || !ends_with(path, ".gguf"), path, "magic",
+                  "not a GGUF file: the first bytes are '" + escape_bytes(magic) + "', expected \"GGUF\"");
+    m = magic == "GGUF" ? load_gguf(path, options) : load_llama2c(path, options);
+  }
+  check_weights_finite(m, path);
   if (options.compute_sha256) m.sha256 = checkpoint_sha256(m);
   return m;
 }

@@ -60,7 +60,10 @@ static void validate_order(const SamplerConfig& c) {
 void validate(const SamplerConfig& c, int vocab_size) {
   preset_order(c.preset);
   validate_order(c);
-  require_input(!std::isnan(c.temperature), "sampler", "temperature", "is NaN");
+  // Negative temperatures are not "greedy": 0 is, and anything below is a mistake.
+  require_input(std::isfinite(c.temperature) && c.temperature >= 0.0f, "sampler", "temperature",
+                "must be a finite number >= 0 (0: greedy), got " + std::to_string(c.temperature));
+  require_input(c.top_k >= 0, "sampler", "top_k", "must be >= 0 (0: off), got " + std::to_string(c.top_k));
   require_input(c.top_p >= 0.0f && c.top_p <= 1.0f, "sampler", "top_p", "must be in [0, 1]");
   require_input(c.min_p >= 0.0f && c.min_p <= 1.0f, "sampler", "min_p", "must be in [0, 1]");
   require_input(c.min_keep >= 1, "sampler", "min_keep", "must be >= 1");

@@ -11,13 +11,12 @@
 
 #include "reference/base/errors.h"
 #include "reference/tokenizer/tokenizer.h"
+#include "reference/base/file_io.h"
 
 namespace oracle {
 
 static std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require_input(in.good(), path, "file", "cannot open tokenizer file");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return read_regular_file(path, "file");
 }
 
 static std::string to_gguf_piece(const std::string& piece) {

@@ -36,7 +36,7 @@ std::vector<int> encode_prompt(const Model& model, const Tokenizer& tok, const s
                                const GenerateOptions& o) {
   require_input(o.max_tokens >= 1, "options", "max_tokens", "must be >= 1");
   validate(o.sampler, model.config.vocab_size);
-  std::vector<int> ids = tok.encode(prompt, o.add_bos);
+  std::vector<int> ids = tok.encode(prompt, EncodeOptions{o.add_bos, o.add_eos, o.parse_special});
   require_input(!ids.empty(), "<text>", "prompt", "empty prompt and no BOS");
   require_input((int)ids.size() < model.config.seq_len, "<text>", "prompt",
                 "prompt of " + std::to_string(ids.size()) + " tokens does not fit the context length " +

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "reference/chat_template.h"
 #include "reference/errors.h"
 #include "reference/generate.h"
 #include "tools/commands.h"
@@ -29,6 +30,7 @@ struct GoldenModel {
   const char* id;
   const char* model;      // relative to the shared fixtures folder
   const char* tokenizer;  // "" = the GGUF's embedded vocabulary
+  bool instruct = false;  // the instruct set (plain + chat prompts, vocabulary's BOS rule) instead of the 16
 };
 
 static const GoldenModel kModels[] = {
@@ -41,6 +43,7 @@ static const GoldenModel kModels[] = {
     {"llama2xs.gguf", "models/gguf/llama2xs.gguf", ""},
     {"llama2xs-q8_0.gguf", "models/gguf/llama2xs-q8_0.gguf", ""},
     {"llama2xs-q4_0.gguf", "models/gguf/llama2xs-q4_0.gguf", ""},
+    {"smollm2", "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "", true},
 };
 
 // Greedy, and seeded sampling with several processor mixes.
@@ -88,7 +91,14 @@ static std::string run_command(const json& r) {
   const SamplerConfig s = r["sampler"].get<SamplerConfig>();
   std::string cmd = "oracle run --model ../shared/" + r["model"].get<std::string>();
   if (!r["tokenizer"].get<std::string>().empty()) cmd += " --tokenizer ../shared/" + r["tokenizer"].get<std::string>();
-  cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
+  const bool simple_chat = r.contains("messages") && r["messages"].back()["role"] == "user" &&
+                           (r["messages"].size() == 1 || (r["messages"].size() == 2 && r["messages"][0]["role"] == "system"));
+  if (simple_chat) {  // --system/--chat: rebuilt from the messages with the model's template
+    for (const json& m : r["messages"])
+      cmd += (m["role"] == "system" ? " --system " : " --chat ") + shell_quote(m["content"].get<std::string>());
+  } else {
+    cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
+  }
   cmd += " --max-tokens " + std::to_string(r["max_tokens"].get<int>()) + " --preset " + s.preset;
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -109,8 +119,24 @@ static GenerateOptions options_of(const json& r, int threads, int prefill_chunk)
   o.threads = threads;
   o.prefill_chunk = prefill_chunk;
   o.logprobs_top_n = 0;
+  o.add_bos = r.value("add_bos", true);  // older records: always BOS, plain text
+  o.parse_special = r.value("parse_special", false);
   return o;
 }
+
+// Chat records: the prompt must still be what the model's template renders.
+static std::string chat_mismatch(const json& r, const LoadedModel& lm) {
+  if (!r.contains("messages")) return "";
+  std::vector<ChatMessage> messages;
+  for (const json& m : r["messages"]) messages.push_back({m["role"], m["content"]});
+  const Vocab& v = lm.tokenizer.vocab();
+  const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, "");
+  if (chat_format_name(t.format) != r["chat_format"]) return "chat format differs: " + chat_format_name(t.format);
+  if (render_chat(t, messages, true) != r["prompt"]) return "rendered chat prompt differs";
+  return "";
+}
+
+static json finish_record(json r, const LoadedModel& lm);
 
 static json make_record(const std::string& id, const GoldenModel& gm, const LoadedModel& lm,
                         const std::string& prompt, int max_tokens, const SamplerConfig& s,
@@ -118,7 +144,11 @@ static json make_record(const std::string& id, const GoldenModel& gm, const Load
   json r = {{"id", id}, {"model", gm.model}, {"model_sha256", lm.model.sha256},
             {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
             {"prompt", prompt}, {"max_tokens", max_tokens}, {"sampler", s}, {"stop_strings", stops}};
-  const GenerationResult g = generate(lm.model, lm.tokenizer, prompt, options_of(r, 1, 0));
+  return finish_record(r, lm);
+}
+
+static json finish_record(json r, const LoadedModel& lm) {
+  const GenerationResult g = generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, 1, 0));
   r["prompt_ids"] = g.prompt_ids;
   r["output_ids"] = g.output_ids;
   r["text"] = g.text;
@@ -144,18 +174,85 @@ static LoadedModel load(const std::string& model, const std::string& tokenizer, 
   return load_model_and_tokenizer(a);
 }
 
+// Temp file + rename: a reader never sees a half-written transcript.
+static void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    require_input(f.good(), tmp, "write", "cannot write the file");
+  }
+  fs::rename(tmp, path);
+}
+
+// ---- the instruct set (SmolLM2) -------------------------------------------------------
+struct InstructPrompt {
+  const char* name;
+  std::vector<ChatMessage> chat;  // empty: `plain` as it is
+  const char* plain;
+  int sampler;                    // index into golden_samplers()
+  int max_tokens;
+};
+
+// A plain prompt and chat prompts rendered with the model's own template,
+// tokenized as the vocabulary says (BOS only with add_bos_token) with special
+// tokens parsed, as `oracle run` does.
+static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedModel& lm) {
+  const auto samplers = golden_samplers();
+  const Vocab& v = lm.tokenizer.vocab();
+  const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, "");
+  const std::vector<InstructPrompt> prompts = {
+      {"plain", {}, "The capital of France is", 0, 16},
+      {"chat", {{"user", "What is the capital of France?"}}, "", 0, 24},
+      {"chat-system", {{"system", "You are a concise assistant."}, {"user", "Name three colours."}}, "", 1, 24},
+      {"chat-turns", {{"user", "Hi!"}, {"assistant", "Hello! How can I help?"}, {"user", "Tell me a joke about cats."}},
+       "", 3, 24},
+  };
+  std::vector<json> out;
+  for (const InstructPrompt& p : prompts) {
+    const auto& [sname, s] = samplers.at(p.sampler);
+    json r = {{"id", std::string(gm.id) + "/" + sname + "/" + p.name}, {"model", gm.model},
+              {"model_sha256", lm.model.sha256}, {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
+              {"prompt", p.plain}, {"max_tokens", p.max_tokens}, {"sampler", s},
+              {"stop_strings", std::vector<std::string>{}}, {"add_bos", v.add_bos}, {"parse_special", true}};
+    if (!p.chat.empty()) {
+      json messages = json::array();
+      for (const ChatMessage& m : p.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
+      r["messages"] = messages;
+      r["chat_format"] = chat_format_name(t.format);
+      r["prompt"] = render_chat(t, p.chat, true);
+    }
+    out.push_back(finish_record(r, lm));
+  }
+  return out;
+}
+
 // ---- update -------------------------------------------------------------------------
-static int run_update(const std::string& dir, bool force) {
+static int run_update(const std::string& dir, bool force, const std::string& only) {
   const std::vector<std::string> fixed = {"", "Once upon a time",
                                           "Lily said: \xE2\x80\x9E\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9 "
                                           "\xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 caf\xC3\xA9!\xE2\x80\x9C"};
+  bool found = only.empty();
+  for (const GoldenModel& gm : kModels) found = found || only == gm.id;
+  require_input(found, only, "--model", "no golden model with this id");
   for (const GoldenModel& gm : kModels) {
     const fs::path out = fs::path(dir) / (std::string(gm.id) + ".jsonl");
+    if (!only.empty() && only != gm.id) continue;
     require_input(force || !fs::exists(out), out.string(), "--force",
                   "golden transcript exists; regenerate only for a deliberate numerics change (golden/README.md)");
   }
   for (const GoldenModel& gm : kModels) {
+    if (!only.empty() && only != gm.id) continue;
     const LoadedModel lm = load(gm.model, gm.tokenizer, 1);
+    if (gm.instruct) {
+      const fs::path out = fs::path(dir) / (std::string(gm.id) + ".jsonl");
+      const std::vector<json> records = instruct_records(gm, lm);
+      std::string text;
+      for (const json& r : records) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      write_file_atomic(out.string(), text);
+      std::printf("%s: %zu records\n", out.c_str(), records.size());
+      continue;
+    }
     std::vector<std::pair<std::string, std::string>> prompts = {
         {"empty", fixed[0]}, {"once", fixed[1]}, {"unicode", fixed[2]}};
     const int near_limit = lm.model.config.seq_len - 8;
@@ -225,6 +322,7 @@ static int verify_file(const fs::path& file, const VerifyOptions& o, int* n_reco
     std::string where = file.string() + ":" + std::to_string(lineno) + " " + r["id"].get<std::string>();
     std::string diff;
     if (lm.model.sha256 != r["model_sha256"]) diff = "model sha256 differs: " + lm.model.sha256;
+    else if (std::string chat = chat_mismatch(r, lm); !chat.empty()) diff = chat;
     else if (lm.tokenizer_sha256 != r["tokenizer_sha256"]) diff = "tokenizer sha256 differs: " + lm.tokenizer_sha256;
     else if (o.backend != "reference") {  // device backends: greedy records only (tools/device_backend.h)
       bool skipped = false;
@@ -269,12 +367,14 @@ Command setup_golden(CLI::App& app) {
   verify->add_option("--prefill-chunk", v->prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
       ->check(CLI::NonNegativeNumber);
   auto u = std::make_shared<std::pair<std::string, bool>>("", false);
+  auto only = std::make_shared<std::string>();
   auto* update = sub->add_subcommand("update", "Regenerate DIR/<model>.jsonl for every model in the fixtures");
   update->add_option("dir", u->first, "Folder of golden transcripts")->required();
   update->add_flag("--force", u->second, "Overwrite existing transcripts");
-  return {sub, [verify, v, u] {
+  update->add_option("--model", *only, "Only this golden model id (e.g. smollm2)");
+  return {sub, [verify, v, u, only] {
             if (verify->parsed()) return run_verify(*v);
-            return run_update(u->first, u->second);
+            return run_update(u->first, u->second, *only);
           }};
 }
 

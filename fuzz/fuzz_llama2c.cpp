@@ -1,6 +1,6 @@
 // libFuzzer: llama2.c checkpoint loader on arbitrary bytes.
 #include "fuzz/fuzz_support.h"
-#include "reference/loaders.h"
+#include "reference/model/loaders.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = oracle::fuzz::scratch_path(".bin");

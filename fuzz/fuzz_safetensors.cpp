@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "fuzz/fuzz_support.h"
-#include "reference/loaders.h"
+#include "reference/model/loaders.h"
 
 static std::string make_dir() {
   std::string dir = oracle::fuzz::scratch_path(".st");

@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle::fuzz {
 

@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "fuzz/fuzz_support.h"
-#include "reference/tokenizer.h"
-#include "reference/utf8.h"
+#include "reference/tokenizer/tokenizer.h"
+#include "reference/base/utf8.h"
 
 static std::string shared(const char* rel) {
   const char* env = getenv("ORACLE_SHARED_DIR");

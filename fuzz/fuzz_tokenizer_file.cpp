@@ -1,6 +1,6 @@
 // libFuzzer: llama2.c tokenizer.bin loader (and the Tokenizer built from it).
 #include "fuzz/fuzz_support.h"
-#include "reference/tokenizer.h"
+#include "reference/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = oracle::fuzz::scratch_path(".tok");

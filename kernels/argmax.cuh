@@ -11,7 +11,7 @@
 //            with `x == x && (best < 0 || x > m)`; lanes combine by a halving
 //            tree with the tie rule "larger value wins, equal values keep the
 //            lower index". Any order gives the same answer under this rule.
-// Matches:   reference/numerics.h argmax_lowest (ops_spec.md "Greedy").
+// Matches:   numerics/numerics.h argmax_lowest (docs/numerics.md §4 "Greedy").
 // ============================================================================
 #include "kernels/launch.h"
 

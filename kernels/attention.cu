@@ -1,7 +1,7 @@
 // Attention over a paged KV cache, deterministic version 1 — see kernels/attention.cuh.
 #include "kernels/attention.cuh"
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 namespace {

@@ -2,7 +2,7 @@
 // ============================================================================
 // Attention over a paged KV cache: prefill and decode (deterministic, v1).
 //
-// Formula (ops_spec.md "Attention"), query token t at absolute position
+// Formula (docs/numerics.md §4.1 "Attention"), query token t at absolute position
 // p = pos[t] of sequence seq[t], query head h, kv head g = h / (n_heads / n_kv_heads):
 //   score_j = div_rn(dot_canonical(q_h, k_{j,g}, head_dim), sqrt_rn((float)head_dim)),
 //             j = 0..p (causal);
@@ -31,17 +31,18 @@
 //          warp's queries share a sequence; merge kernel — one thread per
 //          (query, head, d); kv_store — one thread per (token, element).
 // Reduction order: as in the formula; dot_canonical runs sequentially in one
-//          thread (reference/numerics.h, the same function the reference calls).
-// Matches: the reference attention (ops_spec.md "Attention") bit for bit, for
+//          thread (numerics/numerics.h, the same function the reference calls).
+// Matches: the reference attention (docs/numerics.md §4.1 "Attention") bit for bit, for
 //          any block size, block table, batch composition or prefill split.
 // ============================================================================
 #include <cstddef>
 
 #include "kernels/launch.h"
+#include "numerics/spec.h"
 
 namespace oracle::kernels {
 
-constexpr int kAttnChunk = 32;  // S: positions per partial
+constexpr int kAttnChunk = oracle::spec::kAttnChunk;  // S: positions per partial (numerics/spec.h)
 
 // Device view of one layer of a paged KV cache.
 struct PagedKvLayer {

@@ -1,7 +1,7 @@
 // SwiGLU and residual add — see kernels/elementwise.cuh.
 #include "kernels/elementwise.cuh"
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 namespace {

@@ -8,7 +8,7 @@
 // Shapes:    flat arrays of n = T * width elements; h may alias gate or up.
 // Thread mapping: one thread per element, 256 per block.
 // Reduction order: none.
-// Matches:   ops_spec.md "SwiGLU" and "Residual" bit for bit.
+// Matches:   docs/numerics.md §4 "SwiGLU" and "Residual" bit for bit.
 // ============================================================================
 #include "kernels/launch.h"
 

@@ -1,7 +1,7 @@
 // Embedding gather — see kernels/embedding.cuh.
 #include "kernels/embedding.cuh"
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 namespace {

@@ -8,7 +8,7 @@
 // Shapes:    table (vocab, dim); tokens (T); out (T, dim).
 // Thread mapping: one thread per output element, 256 per block.
 // Reduction order: none.
-// Matches:   ops_spec.md "Embedding" (reference embedding lookup).
+// Matches:   docs/numerics.md §4 "Embedding" (reference embedding lookup).
 // ============================================================================
 #include "kernels/launch.h"
 

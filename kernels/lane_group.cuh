@@ -1,6 +1,6 @@
 #pragma once
 // ============================================================================
-// Device helpers for the canonical 16-lane reduction (reference/numerics.h,
+// Device helpers for the canonical 16-lane reduction (numerics/numerics.h,
 // dot_canonical / sum_fixed_order): a group of 16 consecutive threads, thread
 // = lane l, lane l accumulates elements k ≡ l (mod 16) in increasing k from
 // +0.0f; the lanes are combined by __shfl_down_sync with offsets 8, 4, 2, 1
@@ -8,7 +8,7 @@
 // result. Every thread of the warp must call these (full-mask shuffles).
 // ============================================================================
 #include "kernels/launch.h"
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 

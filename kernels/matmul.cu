@@ -2,8 +2,12 @@
 #include "kernels/matmul.cuh"
 
 #include "kernels/lane_group.cuh"
+#include "numerics/spec.h"
 
 namespace oracle::kernels {
+
+namespace spec = oracle::spec;
+constexpr int kQB = spec::kQuantBlock;  // elements per Q8_0/Q4_0 block
 namespace {
 
 constexpr int kThreads = 256;                 // threads per block
@@ -24,8 +28,8 @@ struct RowQ8_0 {
   const uint8_t* W;
   int K;
   __device__ float at(long long i, int k) const {
-    const uint8_t* block = W + i * (long long)(K / 32) * 34 + (k / 32) * 34;
-    float q = (float)(int8_t)block[2 + k % 32];
+    const uint8_t* block = W + i * (long long)(K / kQB) * spec::kQ8_0BlockBytes + (k / kQB) * spec::kQ8_0BlockBytes;
+    float q = (float)(int8_t)block[2 + k % kQB];
     return oracle::num::mul_rn(fp16_at(block), q);
   }
 };
@@ -34,9 +38,9 @@ struct RowQ4_0 {
   const uint8_t* W;
   int K;
   __device__ float at(long long i, int k) const {
-    const uint8_t* block = W + i * (long long)(K / 32) * 18 + (k / 32) * 18;
-    int j = k % 32;
-    int q = j < 16 ? (block[2 + j] & 15) - 8 : (block[2 + j - 16] >> 4) - 8;
+    const uint8_t* block = W + i * (long long)(K / kQB) * spec::kQ4_0BlockBytes + (k / kQB) * spec::kQ4_0BlockBytes;
+    int j = k % kQB;
+    int q = j < kQB / 2 ? (block[2 + j] & 15) - 8 : (block[2 + j - kQB / 2] >> 4) - 8;
     return oracle::num::mul_rn(fp16_at(block), (float)q);
   }
 };

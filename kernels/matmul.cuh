@@ -19,8 +19,8 @@
 // Reduction order: lane l sums mul_rn(w[k], x[k]) for k ≡ l (mod 16) in
 //            increasing k from +0.0f; lanes combine by __shfl_down_sync
 //            offsets 8, 4, 2, 1 (lane i += lane i + w); lane 0 writes.
-// Matches:   reference/numerics.h dot_canonical, i.e. the reference matmul
-//            (ops_spec.md "MatMul / GEMV"), for any T and any batch order.
+// Matches:   numerics/numerics.h dot_canonical, i.e. the reference matmul
+//            (docs/numerics.md §4 "MatMul / GEMV"), for any T and any batch order.
 // ============================================================================
 #include <cstdint>
 

@@ -10,7 +10,7 @@
 //            128 threads per block = 8 tokens.
 // Reduction order: canonical 16-lane dot of x with itself (lane_group.cuh),
 //            broadcast from lane 0; every lane then computes the same r.
-// Matches:   ops_spec.md "RMSNorm" (reference rmsnorm) bit for bit.
+// Matches:   docs/numerics.md §4 "RMSNorm" (reference rmsnorm) bit for bit.
 // ============================================================================
 #include "kernels/launch.h"
 

@@ -1,7 +1,7 @@
 // RoPE, deterministic version 1 — see kernels/rope.cuh.
 #include "kernels/rope.cuh"
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 namespace {

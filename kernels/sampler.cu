@@ -3,8 +3,8 @@
 
 #include "kernels/argmax.cuh"
 #include "kernels/softmax.cuh"
-#include "reference/numerics.h"
-#include "reference/philox.h"
+#include "numerics/numerics.h"
+#include "numerics/philox.h"
 
 namespace oracle::kernels {
 namespace {

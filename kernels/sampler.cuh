@@ -20,7 +20,7 @@
 //          sort — one 256-thread block per row, bitonic network over the next
 //          power of two (padding ranks last), __syncthreads between stages;
 //          draw — 1 thread / row (the sequential sums).
-// Matches: reference Temperature + DrawSelector (reference/sampler.cpp) and
+// Matches: reference Temperature + DrawSelector (reference/sampling/sampler.cpp) and
 //          GreedySelector for the chain with every other processor off.
 // ============================================================================
 #include <cstddef>

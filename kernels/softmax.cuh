@@ -15,7 +15,7 @@
 //            maximum could differ, and x - (+0) == x - (-0) for every x that
 //            reaches exp, so no result bit depends on it). sum — canonical
 //            16-lane order of sum_fixed_order (lane_group.cuh).
-// Matches:   reference/numerics.h softmax_canonical bit for bit.
+// Matches:   numerics/numerics.h softmax_canonical bit for bit.
 // ============================================================================
 #include "kernels/launch.h"
 

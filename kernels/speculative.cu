@@ -2,8 +2,8 @@
 #include "kernels/speculative.cuh"
 
 #include "kernels/sampler.cuh"
-#include "reference/numerics.h"
-#include "reference/philox.h"
+#include "numerics/numerics.h"
+#include "numerics/philox.h"
 
 namespace oracle::kernels {
 namespace {

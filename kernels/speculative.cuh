@@ -19,7 +19,7 @@
 //         (residual rows, p rows) is computed with the sampler building blocks
 //         (rank sort per row, 1 thread / row draw); the accept chain — 1 thread.
 //         Draws of rows after the first rejection are computed and ignored.
-// Matches: reference/speculative.cpp speculative_step bit for bit.
+// Matches: reference/generate/speculative.cpp speculative_step bit for bit.
 // ============================================================================
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Deterministic device pipeline — see backend.h. Mirrors reference/forward.cpp
+// Deterministic device pipeline — see backend.h. Mirrors reference/compute/forward.cpp
 // op for op; every kernel is a deterministic version from kernels/.
 #include "optimized/backend.h"
 
@@ -14,7 +14,7 @@
 #include "kernels/matmul.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle::optimized {
 

@@ -1,7 +1,7 @@
 #pragma once
 // ============================================================================
 // Backend: the deterministic pipeline on the device (docs/cuda.md).
-// The same row model as reference/forward.cpp: a call pushes a list of
+// The same row model as reference/compute/forward.cpp: a call pushes a list of
 // (sequence, position, token) rows through the layers together, each op a
 // deterministic kernel from kernels/, so the logits are bit-identical to
 // oracle::forward / forward_batch for any batch composition or prefill split.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/gemm_fast.cuh"
-#include "reference/forward.h"
+#include "reference/compute/forward.h"
 
 #include "optimized/device_kv.h"
 #include "optimized/device_model.h"

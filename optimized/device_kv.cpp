@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle::optimized {
 

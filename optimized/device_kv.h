@@ -10,7 +10,7 @@
 
 #include "kernels/attention.cuh"
 #include "optimized/device_buffer.h"
-#include "reference/model.h"
+#include "reference/model/model.h"
 
 namespace oracle::optimized {
 

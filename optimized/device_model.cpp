@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "reference/ops.h"
-#include "reference/quant.h"
+#include "reference/compute/ops.h"
+#include "reference/model/quant.h"
 
 namespace oracle::optimized {
 namespace {

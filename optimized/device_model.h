@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "optimized/device_buffer.h"
-#include "reference/model.h"
+#include "reference/model/model.h"
 
 namespace oracle::optimized {
 

@@ -18,9 +18,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "reference/model.h"
-#include "reference/sampler.h"
-#include "reference/synthetic.h"
+#include "reference/model/model.h"
+#include "reference/sampling/sampler.h"
+#include "reference/model/synthetic.h"
 
 namespace oracle {
 // How a failing case prints its model shape (found by RapidCheck through ADL).

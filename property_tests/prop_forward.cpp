@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "property_tests/generators.h"
-#include "reference/forward.h"
-#include "reference/numerics.h"
+#include "reference/compute/forward.h"
+#include "numerics/numerics.h"
 
 using namespace oracle;
 

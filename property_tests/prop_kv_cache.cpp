@@ -1,4 +1,4 @@
-// KV cache properties (reference/kv_cache.h) through the forward pass:
+// KV cache properties (reference/compute/kv_cache.h) through the forward pass:
 // rollback then continue == never having gone there; fork + copy-on-write
 // leaves the parent's logits unchanged; paged == contiguous for any block size.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "property_tests/generators.h"
-#include "reference/forward.h"
-#include "reference/numerics.h"
+#include "reference/compute/forward.h"
+#include "numerics/numerics.h"
 
 using namespace oracle;
 

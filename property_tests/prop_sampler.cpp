@@ -1,4 +1,4 @@
-// Sampler laws (reference/sampler.h): top-k keeps exactly k (ties by id),
+// Sampler laws (reference/sampling/sampler.h): top-k keeps exactly k (ties by id),
 // top-p keeps the smallest prefix reaching p, min-p threshold, temperature -> 0
 // equals greedy, penalties only touch seen tokens, processed probabilities
 // renormalise.
@@ -10,8 +10,8 @@
 #include <set>
 
 #include "property_tests/generators.h"
-#include "reference/numerics.h"
-#include "reference/sampler.h"
+#include "numerics/numerics.h"
+#include "reference/sampling/sampler.h"
 
 using namespace oracle;
 using oracle::prop::gen_finite_logits;

@@ -1,4 +1,4 @@
-// Properties of softmax_canonical (reference/numerics.h): stability for logits
+// Properties of softmax_canonical (numerics/numerics.h): stability for logits
 // up to ±1e30 and -inf masks, normalisation within a derived bound, agreement
 // with float64, order preservation.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "property_tests/generators.h"
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace num = oracle::num;
 using oracle::prop::gen_logits;

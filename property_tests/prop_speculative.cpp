@@ -1,4 +1,4 @@
-// Speculative decoding losslessness (reference/speculative.h): for random
+// Speculative decoding losslessness (reference/generate/speculative.h): for random
 // target p and draft q over small vocabularies, the first emitted token of a
 // draft-then-verify step is distributed exactly as p. The uniform u is
 // integrated on a midpoint grid of G points, so each probability is exact up
@@ -11,8 +11,8 @@
 #include <cstdio>
 
 #include "property_tests/generators.h"
-#include "reference/numerics.h"
-#include "reference/speculative.h"
+#include "numerics/numerics.h"
+#include "reference/generate/speculative.h"
 
 using namespace oracle;
 

@@ -1,4 +1,4 @@
-// Stop-string handling over random token streams (reference/stop.h TextStream):
+// Stop-string handling over random token streams (reference/generate/stop.h TextStream):
 // the emitted text never contains a stop string and equals the longest prefix
 // of the decoded text before the first occurrence of any stop string, however
 // the tokens cut the text.
@@ -6,8 +6,8 @@
 #include <rapidcheck/catch.h>
 
 #include "property_tests/generators.h"
-#include "reference/stop.h"
-#include "reference/tokenizer.h"
+#include "reference/generate/stop.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -1,4 +1,4 @@
-// Tokenizer properties (reference/tokenizer.h): decode(encode(s)) == s for
+// Tokenizer properties (reference/tokenizer/tokenizer.h): decode(encode(s)) == s for
 // valid UTF-8 (stories260K tok512, the Llama 2 tokenizer and the synthetic
 // byte-level vocabulary); invalid UTF-8 is rejected with an InputError naming
 // the field.
@@ -6,9 +6,9 @@
 #include <rapidcheck/catch.h>
 
 #include "property_tests/generators.h"
-#include "reference/errors.h"
-#include "reference/synthetic.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/model/synthetic.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "reference/errors.h"
+#include "reference/base/errors.h"
 
 namespace oracle::tools {
 

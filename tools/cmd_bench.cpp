@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/forward.h"
-#include "reference/numerics.h"
-#include "reference/thread_pool.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "numerics/numerics.h"
+#include "reference/base/thread_pool.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
@@ -17,12 +17,12 @@
 namespace oracle::tools {
 
 struct BenchOptions {
-  ModelArgs model;
+  ModelOptions model;
   int prompt_tokens = 128;
   int decode_tokens = 128;
   int probe_repeats = 3;
   bool json = false;
-  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
 };

@@ -8,18 +8,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "reference/certify.h"
-#include "reference/certify_report.h"
-#include "reference/errors.h"
-#include "reference/sha256.h"
+#include "audit/certify.h"
+#include "audit/certify_report.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
 #include "tools/commands.h"
 #include "tools/version.h"
 
 namespace oracle::tools {
 
-struct CertifyArgs {
+struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
-  CertifyOptions options;
+  oracle::CertifyOptions options;
   bool progress = true;
 };
 
@@ -61,7 +61,7 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
   for (const std::string& p : paths) std::printf("wrote %s\n", p.c_str());
 }
 
-static int run_certify(CertifyArgs& a) {
+static int run_certify(CertifyOptions& a) {
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // GGUF conversions understate it (PROVENANCE.md)
   Model ref = load_model(a.reference, lo);
@@ -82,7 +82,7 @@ static int run_certify(CertifyArgs& a) {
 }
 
 Command setup_certify(CLI::App& app) {
-  auto args = std::make_shared<CertifyArgs>();
+  auto args = std::make_shared<CertifyOptions>();
   auto* sub = app.add_subcommand("certify", "Certify a candidate (quantized) model against a reference");
   sub->add_option("--reference", args->reference, "Reference model (e.g. F32 GGUF)")->required();
   sub->add_option("--candidate", args->candidate, "Candidate model (e.g. quantized GGUF)")->required();

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "optimized/backend.h"
-#include "reference/errors.h"
-#include "reference/kv_cache.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "reference/compute/kv_cache.h"
+#include "numerics/numerics.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/diff_support.h"
@@ -19,7 +19,7 @@
 namespace oracle::tools {
 
 struct DiffOptions {
-  ModelArgs model;
+  ModelOptions model;
   std::string prompt = "Once upon a time";
   std::string backend = "cuda-emu";
   std::string mode = "deterministic";

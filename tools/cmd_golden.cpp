@@ -13,9 +13,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "reference/chat_template.h"
-#include "reference/errors.h"
-#include "reference/generate.h"
+#include "reference/base/errors.h"
+#include "reference/generate/generate.h"
+#include "reference/tokenizer/chat_template.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -167,7 +167,7 @@ static std::string shared_dir() {
 }
 
 static LoadedModel load(const std::string& model, const std::string& tokenizer, int threads) {
-  ModelArgs a;
+  ModelOptions a;
   a.model = shared_dir() + "/" + model;
   if (!tokenizer.empty()) a.tokenizer = shared_dir() + "/" + tokenizer;
   a.threads = threads;

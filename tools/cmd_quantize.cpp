@@ -3,14 +3,15 @@
 // reference quantizers) or the project's per-row int8 I8_ROW (docs/formats.md).
 #include <cstdio>
 
-#include "reference/errors.h"
-#include "reference/quant.h"
-#include "reference/quantize.h"
+#include "reference/base/errors.h"
+#include "reference/model/quant.h"
+#include "audit/quantize_gguf.h"
+#include "reference/model/quantize_rows.h"
 #include "tools/commands.h"
 
 namespace oracle::tools {
 
-struct QuantizeArgs {
+struct QuantizeOptions {
   std::string in, out, type;
 };
 
@@ -20,7 +21,7 @@ static DType parse_type(const std::string& name) {
   throw InputError("--type", "type", "unknown type '" + name + "' (Q8_0, Q4_0, Q4_K, I8_ROW)");
 }
 
-static int run_quantize(const QuantizeArgs& a) {
+static int run_quantize(const QuantizeOptions& a) {
   DType t = parse_type(a.type);
   QuantizeReport r = quantize_gguf(a.in, a.out, t);
   std::printf("%s: %d matrices quantized to %s, %d tensors copied\n", a.out.c_str(), r.quantized,
@@ -29,7 +30,7 @@ static int run_quantize(const QuantizeArgs& a) {
 }
 
 Command setup_quantize(CLI::App& app) {
-  auto args = std::make_shared<QuantizeArgs>();
+  auto args = std::make_shared<QuantizeOptions>();
   auto* sub = app.add_subcommand("quantize", "Quantize a GGUF model (Q8_0, Q4_0, Q4_K, I8_ROW)");
   sub->add_option("IN", args->in, "Input GGUF (F32, F16 or BF16 weights)")->required();
   sub->add_option("OUT", args->out, "Output GGUF")->required();

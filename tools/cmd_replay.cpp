@@ -1,30 +1,30 @@
 // oracle replay: re-run every record of a sampling-tuple log (or check foreign
 // completion records for plausibility) on the reference; summary table on
 // stdout, optional JSON report, exit 1 when a record fails, 2 on unusable
-// input (docs/replay.md). A thin layer over reference/replay.h.
+// input (docs/replay.md). A thin layer over audit/replay.h.
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/replay.h"
+#include "reference/base/errors.h"
+#include "audit/replay.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 
 namespace oracle::tools {
 
-struct ReplayCliOptions {
+struct ReplayOptions {
   std::string log;
   std::string json_out;  // --json report file
-  ModelArgs model;       // overrides; empty = the first own record's model
-  ReplayOptions replay;
+  ModelOptions model;       // overrides; empty = the first own record's model
+  oracle::ReplayOptions replay;
 };
 
 // The model to replay on: --model/--tokenizer, else the first own record's
 // (with its context length). A log without own records needs --model.
-static ModelArgs model_for(const std::vector<LogLine>& lines, const ReplayCliOptions& o) {
-  ModelArgs args = o.model;
+static ModelOptions model_for(const std::vector<LogLine>& lines, const ReplayOptions& o) {
+  ModelOptions args = o.model;
   for (const LogLine& l : lines) {
     LogRecord r;
     try {
@@ -45,7 +45,7 @@ static ModelArgs model_for(const std::vector<LogLine>& lines, const ReplayCliOpt
 }
 
 // Every parseable own record must name the model and tokenizer being used.
-static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& lm, const ReplayCliOptions& o) {
+static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& lm, const ReplayOptions& o) {
   for (const LogLine& l : lines) {
     const std::string where = o.log + ":" + std::to_string(l.line_no);
     LogRecord r;
@@ -71,7 +71,7 @@ static void write_report(const std::string& path, const nlohmann::json& report) 
   require_input((bool)f, path, "file", "write failed");
 }
 
-int run_replay(const ReplayCliOptions& o) {
+int run_replay(const ReplayOptions& o) {
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
@@ -86,7 +86,7 @@ int run_replay(const ReplayCliOptions& o) {
 }
 
 Command setup_replay(CLI::App& app) {
-  auto opts = std::make_shared<ReplayCliOptions>();
+  auto opts = std::make_shared<ReplayOptions>();
   auto* sub = app.add_subcommand("replay", "Replay a sampling-tuple log (or check foreign completion records)");
   sub->add_option("log", opts->log, "JSON-lines log (oracle run --log, or OpenAI-style records)")->required();
   sub->add_option("--model,-m", opts->model.model, "Model override (its SHA-256 must match the log)");

@@ -1,32 +1,31 @@
 // oracle run: generate text from a prompt with the bit-exact CPU reference, a
-// thin layer over reference/generate.h (docs/cli.md#run).
+// thin layer over reference/generate/generate.h (docs/cli.md#run).
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
-#include "reference/chat_template.h"
-#include "reference/errors.h"
-#include "reference/generate.h"
-#include "reference/replay_log.h"
+#include "audit/replay_log.h"
+#include "reference/base/errors.h"
+#include "reference/generate/generate.h"
+#include "reference/tokenizer/chat_template.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
-#include "tools/version.h"
 #include "tools/spec_args.h"
+#include "tools/version.h"
 
 namespace oracle::tools {
 
 struct RunOptions {
-  ModelArgs model;
+  ModelOptions model;
   std::string prompt = "Once upon a time";
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
-  std::string log;  // --log F.jsonl: append the sampling tuple (reference/replay_log.h)
-  SpecArgs spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
+  std::string log;  // --log F.jsonl: append the sampling tuple (audit/replay_log.h)
+  DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
   std::string kv = "contiguous";      // --kv contiguous|paged (changes no bit)

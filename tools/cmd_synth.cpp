@@ -4,9 +4,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/sha256.h"
-#include "reference/synthetic.h"
+#include "reference/base/errors.h"
+#include "reference/base/sha256.h"
+#include "reference/model/synthetic.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/synth_gguf.h"

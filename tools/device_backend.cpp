@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "reference/errors.h"
-#include "reference/numerics.h"
-#include "reference/sha256.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
+#include "reference/base/sha256.h"
 #include "tools/bench_support.h"
 
 #if defined(ORACLE_TOOLS_CUDA)

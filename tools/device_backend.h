@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "optimized/backend.h"
-#include "reference/model.h"
+#include "reference/model/model.h"
 
 namespace oracle::tools {
 

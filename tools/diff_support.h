@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/forward.h"
+#include "reference/compute/forward.h"
 
 namespace oracle::tools {
 

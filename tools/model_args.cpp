@@ -2,17 +2,17 @@
 
 #include <filesystem>
 
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/sha256.h"
-#include "reference/synthetic.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/base/sha256.h"
+#include "reference/model/synthetic.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {
 
 namespace fs = std::filesystem;
 
-void add_model_options(CLI::App* sub, ModelArgs& a) {
+void add_model_options(CLI::App* sub, ModelOptions& a) {
   sub->add_option("--model,-m", a.model,
                   "Checkpoint: GGUF, llama2.c .bin or safetensors folder (default: embedded tiny model)");
   sub->add_option("--tokenizer,-z", a.tokenizer,
@@ -34,7 +34,7 @@ Model embedded_default_model(int context_override) {
   return m;
 }
 
-Model load_model_arg(const ModelArgs& a) {
+Model load_model_arg(const ModelOptions& a) {
   if (a.model.empty()) return embedded_default_model(a.context);
   LoadOptions options;
   options.context_length_override = a.context;
@@ -62,7 +62,7 @@ Vocab load_tokenizer_file(const std::string& path, int vocab_size) {
   return load_llama2c_tokenizer(path, vocab_size);
 }
 
-LoadedModel load_model_and_tokenizer(const ModelArgs& a) {
+LoadedModel load_model_and_tokenizer(const ModelOptions& a) {
   Model model = load_model_arg(a);
   std::string path = a.tokenizer;
   if (path.empty() && model.vocab.tokens.empty()) path = tokenizer_beside(model);

@@ -10,19 +10,19 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "reference/model.h"
-#include "reference/tokenizer.h"
+#include "reference/model/model.h"
+#include "reference/tokenizer/tokenizer.h"
 
 namespace oracle::tools {
 
-struct ModelArgs {
+struct ModelOptions {
   std::string model;      // empty: the embedded default
   std::string tokenizer;  // empty: embedded vocabulary or found beside the model
   int context = 0;        // 0: the file's context length
   int threads = 1;
 };
 
-void add_model_options(CLI::App* sub, ModelArgs& args);
+void add_model_options(CLI::App* sub, ModelOptions& args);
 
 struct LoadedModel {
   Model model;
@@ -35,10 +35,10 @@ struct LoadedModel {
 Vocab load_tokenizer_file(const std::string& path, int vocab_size);
 
 // Loads the model only (bench). InputError on any bad input.
-Model load_model_arg(const ModelArgs& args);
+Model load_model_arg(const ModelOptions& args);
 // Loads the model and its tokenizer and checks that their vocabulary sizes agree
 // (InputError(tokenizer, "vocab_size", ...) otherwise).
-LoadedModel load_model_and_tokenizer(const ModelArgs& args);
+LoadedModel load_model_and_tokenizer(const ModelOptions& args);
 
 // The embedded default model, sha256 = that of the GGUF `oracle synth` writes.
 Model embedded_default_model(int context_override);

@@ -3,13 +3,13 @@
 #include <chrono>
 #include <cstdio>
 
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 #include "tools/cli_common.h"
 
 namespace oracle::tools {
 
-void add_speculative_options(CLI::App* sub, SpecArgs& a) {
+void add_speculative_options(CLI::App* sub, DraftOptions& a) {
   sub->add_option("--draft-model", a.draft_model,
                   "Speculative decoding: draft checkpoint sharing the target's vocabulary");
   sub->add_option("--draft-tokenizer", a.draft_tokenizer,
@@ -20,11 +20,11 @@ void add_speculative_options(CLI::App* sub, SpecArgs& a) {
   sub->add_flag("--spec-adaptive", a.adaptive, "Adapt k per round (1 .. 2 * spec-k)");
 }
 
-bool speculative_enabled(const SpecArgs& a) { return !a.draft_model.empty() || a.ngram > 0; }
+bool speculative_enabled(const DraftOptions& a) { return !a.draft_model.empty() || a.ngram > 0; }
 
 // The draft's pieces must be the target's: from --draft-tokenizer, else the
 // vocabulary the draft file embeds; the sizes must agree in any case.
-static void check_draft_vocab(const SpecArgs& a, const Model& draft, const Model& target, const Vocab* target_vocab) {
+static void check_draft_vocab(const DraftOptions& a, const Model& draft, const Model& target, const Vocab* target_vocab) {
   require_input(draft.config.vocab_size == target.config.vocab_size, draft.path, "vocab_size",
                 std::to_string(draft.config.vocab_size) + " differs from the target's " +
                     std::to_string(target.config.vocab_size));
@@ -33,12 +33,12 @@ static void check_draft_vocab(const SpecArgs& a, const Model& draft, const Model
   const std::vector<std::string> pieces =
       a.draft_tokenizer.empty()
           ? draft.vocab.tokens
-          : load_model_and_tokenizer(ModelArgs{a.draft_model, a.draft_tokenizer}).tokenizer.vocab().tokens;
+          : load_model_and_tokenizer(ModelOptions{a.draft_model, a.draft_tokenizer}).tokenizer.vocab().tokens;
   require_input(pieces == target_vocab->tokens, source, "tokens",
                 "the draft's vocabulary differs from the target tokenizer's");
 }
 
-std::unique_ptr<DraftSource> make_draft_source(const SpecArgs& a, const Model& target, const Vocab* target_vocab,
+std::unique_ptr<DraftSource> make_draft_source(const DraftOptions& a, const Model& target, const Vocab* target_vocab,
                                                const SamplerConfig& sampler, int threads) {
   require_input(a.draft_model.empty() || a.ngram == 0, "--spec-ngram", "spec",
                 "use either --draft-model or --spec-ngram");
@@ -47,7 +47,7 @@ std::unique_ptr<DraftSource> make_draft_source(const SpecArgs& a, const Model& t
     src->drafter = std::make_unique<NgramDrafter>(a.ngram, target.config.vocab_size);
     return src;
   }
-  src->model = load_model_arg(ModelArgs{a.draft_model, "", 0, threads});
+  src->model = load_model_arg(ModelOptions{a.draft_model, "", 0, threads});
   check_draft_vocab(a, src->model, target, target_vocab);
   ForwardOptions fo;
   fo.threads = threads;
@@ -72,7 +72,7 @@ nlohmann::json spec_metrics_json(const SpecMetrics& m, int k) {
           {"accepted_histogram", m.accepted_histogram}};
 }
 
-static SpecOptions spec_options(const SpecArgs& a, const SamplerConfig& sampler,
+static SpecOptions spec_options(const DraftOptions& a, const SamplerConfig& sampler,
                                 int max_tokens, int threads) {
   SpecOptions o;
   o.k = a.k;
@@ -84,7 +84,7 @@ static SpecOptions spec_options(const SpecArgs& a, const SamplerConfig& sampler,
   return o;
 }
 
-int print_speculative_run(const LoadedModel& lm, const SpecArgs& a, const std::string& prompt,
+int print_speculative_run(const LoadedModel& lm, const DraftOptions& a, const std::string& prompt,
                           const SamplerConfig& sampler, int max_tokens, bool ignore_eos,
                           const std::vector<std::string>& stop_strings, int threads, bool json) {
   require_input(stop_strings.empty(), "--stop", "stop", "stop strings are not supported with speculative decoding");
@@ -129,7 +129,7 @@ static std::vector<int> plain_greedy(const Model& m, std::span<const int> prompt
   return out;
 }
 
-nlohmann::json bench_speculative(const Model& target, const SpecArgs& a, std::span<const int> prompt,
+nlohmann::json bench_speculative(const Model& target, const DraftOptions& a, std::span<const int> prompt,
                                  int n_tokens, int threads) {
   SamplerConfig greedy;
   greedy.temperature = 0.0f;

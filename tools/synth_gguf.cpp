@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 
 namespace oracle::tools {
 

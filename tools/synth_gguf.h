@@ -1,5 +1,5 @@
 #pragma once
-// Serialises a synthetic model (reference/synthetic.h) as a GGUF v3 file that
+// Serialises a synthetic model (reference/model/synthetic.h) as a GGUF v3 file that
 // llama.cpp and the `gguf` Python package read: llama.* hyper-parameters,
 // tokenizer.ggml.* vocabulary, tensors in synthetic_tensor_plan order, F32 or
 // F16, data aligned to 32 bytes. Tensors are generated and written one chunk at
@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "reference/model.h"
-#include "reference/synthetic.h"
+#include "reference/model/model.h"
+#include "reference/model/synthetic.h"
 
 namespace oracle::tools {
 

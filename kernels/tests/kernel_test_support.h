@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels::test {
 
@@ -80,8 +80,8 @@ inline size_t count_bit_mismatches(const std::string& label, const Floats& want,
 
 // One op test: builds its inputs from `seed`, computes the output three ways.
 struct OpOutputs {
-  Floats spec;       // loops written from docs/ops_spec.md over numerics.h
-  Floats reference;  // reference/ops.h (the contract); empty if no reference function
+  Floats spec;       // loops written from docs/numerics.md §4 over numerics.h
+  Floats reference;  // reference/compute/ops.h (the contract); empty if no reference function
   Floats kernel;     // the kernel on the (emulated) device
 };
 struct OpCase {

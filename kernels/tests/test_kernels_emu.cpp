@@ -1,7 +1,7 @@
 // Deterministic kernels on the host emulation vs the canonical op spec and the
-// CPU reference (reference/ops.h), tolerance 0, over many shapes.
-// Each case: seeded inputs; `spec` = loops written from docs/ops_spec.md with
-// reference/numerics.h; `reference` = reference/ops.h; `kernel` = kernels/.
+// CPU reference (reference/compute/ops.h), tolerance 0, over many shapes.
+// Each case: seeded inputs; `spec` = loops written from docs/numerics.md §4 with
+// numerics/numerics.h; `reference` = reference/compute/ops.h; `kernel` = kernels/.
 #include <algorithm>
 #include <numeric>
 
@@ -16,12 +16,12 @@
 #include "kernels/sampler.cuh"
 #include "kernels/softmax.cuh"
 #include "kernels/speculative.cuh"
-#include "reference/errors.h"
-#include "reference/model.h"
-#include "reference/ops.h"
-#include "reference/quant.h"
-#include "reference/sampler.h"
-#include "reference/speculative.h"
+#include "reference/base/errors.h"
+#include "reference/model/model.h"
+#include "reference/compute/ops.h"
+#include "reference/model/quant.h"
+#include "reference/sampling/sampler.h"
+#include "reference/generate/speculative.h"
 
 using namespace oracle;
 using namespace oracle::kernels::test;

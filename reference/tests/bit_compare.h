@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 namespace oracle::test {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "reference/forward.h"
-#include "reference/kv_cache.h"
-#include "reference/model.h"
-#include "reference/synthetic.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "reference/model/model.h"
+#include "reference/model/synthetic.h"
 #include "test_support.h"
 
 namespace oracle::test {

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/model.h"
-#include "reference/numerics.h"
+#include "reference/model/model.h"
+#include "numerics/numerics.h"
 #include "test_support.h"
 
 namespace oracle::test {

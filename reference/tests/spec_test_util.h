@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "forward_test_util.h"
-#include "reference/speculative.h"
+#include "reference/generate/speculative.h"
 
 namespace oracle::test {
 

@@ -9,9 +9,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "reference/chat_template.h"
-#include "reference/errors.h"
-#include "reference/gguf.h"
+#include "reference/tokenizer/chat_template.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
 #include "fixture.h"
 
 using namespace oracle;

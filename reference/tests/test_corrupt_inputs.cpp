@@ -8,9 +8,9 @@
 #include <random>
 
 #include "loader_fixtures.h"
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/gguf_writer.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/model/gguf_writer.h"
 
 using namespace oracle;
 using namespace oracle::test;

@@ -4,10 +4,10 @@
 
 #include <random>
 
-#include "reference/detokenizer.h"
-#include "reference/gguf.h"
-#include "reference/tokenizer.h"
-#include "reference/utf8.h"
+#include "reference/tokenizer/detokenizer.h"
+#include "reference/model/gguf.h"
+#include "reference/tokenizer/tokenizer.h"
+#include "reference/base/utf8.h"
 #include "fixture.h"
 
 using namespace oracle;

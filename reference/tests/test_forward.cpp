@@ -18,8 +18,8 @@
 
 #include "bit_compare.h"
 #include "forward_test_util.h"
-#include "reference/errors.h"
-#include "reference/numerics.h"
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
 
 using namespace oracle;
 using namespace oracle::test;

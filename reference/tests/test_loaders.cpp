@@ -6,11 +6,11 @@
 #include <cstring>
 
 #include "loader_fixtures.h"
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/gguf_writer.h"
-#include "reference/loaders.h"
-#include "reference/quant.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/model/gguf_writer.h"
+#include "reference/model/loaders.h"
+#include "reference/model/quant.h"
 
 using namespace oracle;
 using namespace oracle::test;

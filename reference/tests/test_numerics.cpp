@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <random>
 
-#include "reference/numerics.h"
+#include "numerics/numerics.h"
 
 using namespace oracle::num;
 

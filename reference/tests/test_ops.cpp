@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "bit_compare.h"
-#include "reference/numerics.h"
-#include "reference/ops.h"
-#include "reference/thread_pool.h"
+#include "numerics/numerics.h"
+#include "reference/compute/ops.h"
+#include "reference/base/thread_pool.h"
 
 using namespace oracle;
 using oracle::test::first_bit_mismatch;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <set>
 
-#include "reference/philox.h"
+#include "numerics/philox.h"
 
 using namespace oracle::rng;
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "reference/numerics.h"
-#include "reference/quant.h"
-#include "reference/sha256.h"
+#include "numerics/numerics.h"
+#include "reference/model/quant.h"
+#include "reference/base/sha256.h"
 
 using namespace oracle;
 

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <rapidcheck/catch.h>
 
-#include "reference/errors.h"
-#include "reference/logprobs.h"
-#include "reference/sampler.h"
+#include "reference/base/errors.h"
+#include "reference/sampling/logprobs.h"
+#include "reference/sampling/sampler.h"
 
 using namespace oracle;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "reference/sha256.h"
+#include "reference/base/sha256.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -24,8 +24,8 @@
 
 #include "bit_compare.h"
 #include "spec_test_util.h"
-#include "reference/errors.h"
-#include "reference/speculative.h"
+#include "reference/base/errors.h"
+#include "reference/generate/speculative.h"
 
 using namespace oracle;
 using namespace oracle::test;

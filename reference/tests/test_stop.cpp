@@ -7,9 +7,9 @@
 
 #include <cstdlib>
 
-#include "reference/errors.h"
-#include "reference/stop.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/generate/stop.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "fixture.h"
 
 using namespace oracle;

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "reference/errors.h"
-#include "reference/synthetic.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/model/synthetic.h"
+#include "reference/tokenizer/tokenizer.h"
 
 using namespace oracle;
 

@@ -13,13 +13,13 @@
 #include <random>
 #include <sstream>
 
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/synthetic.h"
-#include "reference/tokenizer.h"
-#include "reference/tokenizer_impl.h"
-#include "reference/unicode_class.h"
-#include "reference/utf8.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/model/synthetic.h"
+#include "reference/tokenizer/tokenizer.h"
+#include "reference/tokenizer/tokenizer_impl.h"
+#include "reference/tokenizer/unicode_class.h"
+#include "reference/base/utf8.h"
 #include "fixture.h"
 
 using namespace oracle;

@@ -17,9 +17,9 @@
 #include <iterator>
 #include <sstream>
 
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "test_support.h"
 
 using namespace oracle;

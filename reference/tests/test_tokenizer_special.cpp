@@ -9,10 +9,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "reference/errors.h"
-#include "reference/gguf.h"
-#include "reference/regex_split.h"
-#include "reference/tokenizer.h"
+#include "reference/base/errors.h"
+#include "reference/model/gguf.h"
+#include "reference/tokenizer/regex_split.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "fixture.h"
 
 using namespace oracle;

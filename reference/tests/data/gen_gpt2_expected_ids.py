@@ -19,7 +19,7 @@ import regex
 
 PAT = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 
-# Characters from the blocks reference/unicode_class.cpp covers exactly.
+# Characters from the blocks reference/tokenizer/unicode_class.cpp covers exactly.
 POOL = (list("abcXYZ'srevmld0123456789 .,!?-_()[]\"'") +
         ["'s", "'re", "'ll", "'D", "  ", "   ", "\n", "\t", "\r\n", " \n ",
          "\u00e9", "\u00fc", "\u00df", "\u00bd", "\u00b2", "\u00a0", "\u00d7",  # Latin-1

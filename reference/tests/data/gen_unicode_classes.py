@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes unicode_classes.txt: the class (L letter, N number, W White_Space,
-O other) of every code point in the blocks reference/unicode_class.cpp claims
+O other) of every code point in the blocks reference/tokenizer/unicode_class.cpp claims
 to cover, from Python's unicodedata, run-length encoded. test_tokenizer checks
 the C++ classifier against it.
 

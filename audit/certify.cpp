@@ -1,0 +1,206 @@
+// Certification pipeline: corpus -> chunks -> per-token records of both
+// models -> summary (see certify.h and docs/certify.md).
+#include "audit/certify.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "numerics/numerics.h"
+#include "reference/base/thread_pool.h"
+#include "reference/tokenizer/tokenizer.h"
+
+namespace oracle {
+
+// ============================================================================
+// Compatibility
+// ============================================================================
+void require_comparable(const Model& ref, const Model& cand) {
+  const std::string& f = cand.path;
+  require_input(cand.config.architecture == ref.config.architecture, f, "general.architecture",
+                "candidate architecture '" + cand.config.architecture + "' differs from the reference's '" +
+                    ref.config.architecture + "'");
+  require_input(cand.config.vocab_size == ref.config.vocab_size, f, "vocab_size",
+                "candidate vocabulary of " + std::to_string(cand.config.vocab_size) +
+                    " tokens differs from the reference's " + std::to_string(ref.config.vocab_size));
+  require_input(!ref.vocab.tokens.empty(), ref.path, "tokenizer.ggml.tokens",
+                "the reference embeds no tokenizer");
+  require_input(cand.vocab.tokens.empty() || cand.vocab.tokens == ref.vocab.tokens, f,
+                "tokenizer.ggml.tokens", "candidate and reference tokenizers have different pieces");
+  require_input(cand.vocab.tokens.empty() || (cand.vocab.bos_id == ref.vocab.bos_id &&
+                                              cand.vocab.eos_id == ref.vocab.eos_id),
+                f, "tokenizer.ggml.bos_token_id", "candidate and reference special token ids differ");
+}
+
+namespace {
+
+// ============================================================================
+// Chunks
+// ============================================================================
+struct Chunk {
+  std::vector<int> tokens;  // (ctx) what both models run
+  int first_scored = 0;     // predictions made at positions [first_scored, ctx - 1) are scored
+};
+
+std::vector<Chunk> make_chunks(const std::vector<int>& corpus, int bos, const CertifyOptions& o) {
+  std::vector<Chunk> chunks;
+  const int n = o.ctx;
+  if (o.protocol == "llamacpp") {
+    for (size_t s = 0; s + n <= corpus.size(); s += n) {
+      Chunk c{std::vector<int>(corpus.begin() + s, corpus.begin() + s + n), n / 2};
+      c.tokens[0] = bos;
+      chunks.push_back(std::move(c));
+    }
+  } else {
+    for (size_t s = 0; s + (n - 1) <= corpus.size(); s += n - 1) {
+      Chunk c{{bos}, 0};
+      c.tokens.insert(c.tokens.end(), corpus.begin() + s, corpus.begin() + s + (n - 1));
+      chunks.push_back(std::move(c));
+    }
+  }
+  if (o.max_chunks > 0 && (int)chunks.size() > o.max_chunks) chunks.resize(o.max_chunks);
+  return chunks;
+}
+
+KvCacheOptions kv_options(int ctx, bool int8) {
+  KvCacheOptions k;
+  k.max_seqs = 1;
+  k.max_tokens = ctx;
+  k.int8 = int8;
+  return k;
+}
+
+// All-position logits of one chunk: (ctx, vocab_size).
+std::vector<float> chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8) {
+  KvCache kv(m.config, kv_options((int)tokens.size(), kv_int8));
+  ForwardOptions fo;
+  fo.all_logits = true;
+  return forward(m, kv, 0, tokens, fo);
+}
+
+std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const Chunk& c, int index,
+                                     bool kv_int8) {
+  std::vector<float> lr = chunk_logits(ref, c.tokens, false);
+  std::vector<float> lc = chunk_logits(cand, c.tokens, kv_int8);
+  const int v = ref.config.vocab_size;
+  std::vector<TokenRecord> out;
+  for (int j = c.first_scored; j + 1 < (int)c.tokens.size(); j++) {
+    TokenRecord r = compare_logits(&lr[(size_t)j * v], &lc[(size_t)j * v], v, c.tokens[j + 1]);
+    r.chunk = index;
+    r.pos = j;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ============================================================================
+// Greedy agreement
+// ============================================================================
+std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& prompt, int steps,
+                                     bool kv_int8) {
+  KvCache kv(m.config, kv_options((int)prompt.size() + steps, kv_int8));
+  std::vector<float> logits = forward(m, kv, 0, prompt);
+  std::vector<int> out;
+  for (int s = 0; s < steps; s++) {
+    int next = num::argmax_lowest(logits.data(), m.config.vocab_size);
+    out.push_back(next);
+    if (s + 1 < steps) logits = forward(m, kv, 0, std::vector<int>{next});
+  }
+  return out;
+}
+
+int first_divergence(const Model& ref, const Model& cand, const std::vector<int>& prompt,
+                     const CertifyOptions& o) {
+  std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false);
+  std::vector<int> b = greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8);
+  int i = 0;
+  while (i < o.greedy_steps && a[i] == b[i]) i++;
+  return i;
+}
+
+// Prompt i: BOS + the first greedy_prompt_tokens tokens after chunk i's start.
+std::vector<std::vector<int>> greedy_prompts(const std::vector<Chunk>& chunks, int bos,
+                                             const CertifyOptions& o) {
+  std::vector<std::vector<int>> prompts;
+  int n = std::min<int>(o.greedy_prompts, (int)chunks.size());
+  for (int i = 0; i < n; i++) {
+    std::vector<int> p{bos};
+    p.insert(p.end(), chunks[i].tokens.begin() + 1, chunks[i].tokens.begin() + 1 + o.greedy_prompt_tokens);
+    prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
+// ============================================================================
+// Parallel driver: work item i writes slot i only; one mutex guards progress.
+// ============================================================================
+template <class Fn>
+void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress_base, int total,
+                       Fn fn) {
+  std::mutex mu;
+  int done = progress_base;
+  ThreadPool pool(std::max(1, std::min(threads, n)));
+  pool.parallel_for(n, [&](int begin, int end) {
+    for (int i = begin; i < end; i++) {
+      fn(i);
+      std::lock_guard<std::mutex> lock(mu);
+      if (o.progress) o.progress(++done, total);
+    }
+  });
+}
+
+void check_options(const Model& ref, const Model& cand, const CertifyOptions& o) {
+  require_input(o.protocol == "full" || o.protocol == "llamacpp", "--protocol", "protocol",
+                "unknown protocol '" + o.protocol + "' (full or llamacpp)");
+  require_input(o.ctx >= 4, "--ctx", "ctx", "context must be at least 4 tokens");
+  int limit = std::min(ref.config.seq_len, cand.config.seq_len);
+  require_input(o.ctx <= limit, "--ctx", "ctx",
+                "context " + std::to_string(o.ctx) + " exceeds the models' context length " +
+                    std::to_string(limit));
+  require_input(o.greedy_prompts == 0 || o.greedy_prompt_tokens + 1 + o.greedy_steps <= limit,
+                "--greedy-steps", "greedy_steps", "prompt + steps exceed the context length");
+  require_input(o.greedy_prompt_tokens < o.ctx, "--greedy-prompt-tokens", "greedy_prompt_tokens",
+                "prompt must be shorter than one chunk");
+}
+
+}  // namespace
+
+// ============================================================================
+// certify
+// ============================================================================
+CertifyResult certify(const Model& ref, const Model& cand, const std::string& corpus,
+                      const CertifyOptions& o) {
+  require_comparable(ref, cand);
+  check_options(ref, cand, o);
+  Tokenizer tok(ref.vocab);
+  const bool llamacpp = o.protocol == "llamacpp";
+  std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
+  std::vector<Chunk> chunks = make_chunks(ids, tok.bos_id(), o);
+  require_input(!chunks.empty(), "corpus", "tokens",
+                "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
+                    std::to_string(o.ctx));
+  CertifyResult r;
+  r.protocol = o.protocol;
+  r.ctx = o.ctx;
+  r.corpus_tokens = (int)ids.size();
+  r.chunks = (int)chunks.size();
+  std::vector<std::vector<int>> prompts = greedy_prompts(chunks, tok.bos_id(), o);
+  const int total = r.chunks + (int)prompts.size();
+  std::vector<std::vector<TokenRecord>> per_chunk(chunks.size());  // (chunks) records
+  for_each_parallel(r.chunks, o.threads, o, 0, total, [&](int i) {
+    per_chunk[i] = score_chunk(ref, cand, chunks[i], i, o.candidate_kv_int8);
+  });
+  for (auto& recs : per_chunk) r.records.insert(r.records.end(), recs.begin(), recs.end());
+  r.summary = summarize(r.records);
+  r.first_divergence.assign(prompts.size(), 0);
+  for_each_parallel((int)prompts.size(), o.threads, o, r.chunks, total, [&](int i) {
+    r.first_divergence[i] = first_divergence(ref, cand, prompts[i], o);
+  });
+  r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
+  return r;
+}
+
+}  // namespace oracle

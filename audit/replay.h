@@ -1,0 +1,119 @@
+#pragma once
+// ============================================================================
+// Replay of logged generations (docs/replay.md).
+//   own     — records of our own log (replay_log.h): re-run with generate()
+//             under the logged tuple; MATCH when every id, logprob, logits
+//             hash, the text and the finish reason come back bit for bit.
+//   foreign — OpenAI-style completion records from another engine: each token
+//             is checked against the reference support under the stated
+//             parameters, and logprobs (when given) within a tolerance.
+// Whenever a record is not an exact MATCH, it is re-run teacher-forced along
+// the logged ids so every step has the processed distribution, and each
+// logged token gets a verdict:
+//   not_reproducible — own log, token inside the support but not our draw
+//   different_draw   — foreign log, token inside the support (RNG unknown)
+//   impossible       — outside the support (top-k/top-p/min-p/greedy, banned,
+//                      zero probability) or after a stop
+//   borderline       — outside, but within the tolerance of the boundary
+//   logprob_mismatch — foreign logprob further than the tolerance
+// ============================================================================
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "reference/generate/generate.h"
+#include "audit/replay_log.h"
+
+namespace oracle {
+
+struct ReplayOptions {
+  std::string mode = "auto";        // "own" | "foreign" | "auto" (by the record's shape)
+  double prob_tolerance = 1e-4;     // borderline: mass distance to a top-p / hf min-p boundary
+  double logit_tolerance = 1e-3;    // borderline: logit distance to a top-k / llamacpp min-p / greedy boundary
+  double logprob_tolerance = 1e-3;  // foreign logprobs: |logged - reference| in nats
+  int jobs = 1;                     // records replayed in parallel (changes no output)
+};
+
+// The reference the records are replayed on.
+struct ReplayModel {
+  const Model& model;
+  const Tokenizer& tokenizer;
+  std::string model_sha256;
+  std::string tokenizer_sha256;
+};
+
+// One logged token that is not an exact (own) or possible (foreign) match.
+struct TokenFinding {
+  int index = -1;            // position in the output (0 = first generated token)
+  int logged = -1;
+  int reproduced = -1;       // the reference's choice at this step, same history; -1 after a stop
+  float raw_logprob = 0.0f;  // of the logged token
+  int raw_rank = 0;
+  float processed_logprob = 0.0f;  // -inf when the chain removed it
+  int processed_rank = 0;          // 0 when the chain removed it
+  std::string verdict;       // see the header comment
+  std::string reason;        // top_k, top_p, min_p, greedy, banned, zero_probability, after_stop,
+                             // draw, logprobs, logits, logprob
+  double margin = 0.0;       // distance past the support boundary (tolerance units of `reason`)
+  std::string detail;        // one human sentence
+};
+
+struct RecordReport {
+  int line = 0;
+  std::string mode;     // "own" | "foreign" ("" for an ERROR before the mode was known)
+  std::string status;   // "MATCH" | "PLAUSIBLE" | "DIVERGED" | "ERROR"
+  int n_tokens = 0;     // logged output tokens
+  int diverged_at = -1; // first failing token, -1 if none
+  std::vector<TokenFinding> findings;  // in token order
+  std::vector<std::string> notes;      // record-level differences (text, finish reason, length)
+  std::string error;    // ERROR: "<file>:<line>: <field>: <message>"
+};
+
+bool record_failed(const RecordReport& r);  // DIVERGED or ERROR
+// First finding with this verdict, nullptr if none.
+const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict);
+
+// ---- one record --------------------------------------------------------------------------
+RecordReport replay_own(const LogRecord& record, const ReplayModel& rm, const ReplayOptions& o);
+RecordReport replay_foreign(const nlohmann::json& record, const std::string& where, const ReplayModel& rm,
+                            const ReplayOptions& o);
+// Parses one line and replays it; never throws for bad input (status ERROR).
+RecordReport replay_line(const LogLine& line, const std::string& file, const ReplayModel& rm,
+                         const ReplayOptions& o);
+// Every line, o.jobs at a time; reports in line order, identical for any jobs.
+std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
+                                       const ReplayModel& rm, const ReplayOptions& o);
+
+// ---- reporting -------------------------------------------------------------------------------
+nlohmann::json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file,
+                                  const ReplayOptions& o);
+std::string replay_summary_table(const std::vector<RecordReport>& reports);
+
+// ---- building blocks (shared by own and foreign replay) ---------------------------------------
+// What the teacher-forced re-run saw at one logged step.
+struct ForcedStep {
+  bool after_stop = false;    // the reference had already stopped before this token
+  int reproduced = -1;        // sample() under the logged history and key
+  LogprobReport logged_lp;    // the logged token under this step's raw / processed distributions
+  std::string logits_sha256;
+  std::string removed_by;     // "" if the logged token is in the support
+  double margin = 0.0;        // distance past that processor's boundary
+};
+
+struct ForcedRun {
+  std::vector<ForcedStep> steps;  // (n_logged), the first after_stop one ends it
+  bool still_running = false;     // no stop after the last logged token
+};
+
+// Re-runs the tuple along `logged` (ids checked against the vocab).
+ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_ids, const GenerateOptions& o,
+                        const std::vector<int>& logged);
+
+// The verdict of logged token `index` from its forced step; false when it is
+// fine. `own`: a token inside the support that is not our draw is
+// not_reproducible (else different_draw).
+bool classify_token(int index, int logged, const ForcedStep& s, const SamplerConfig& cfg, bool own,
+                    const ReplayOptions& o, TokenFinding& f);
+
+}  // namespace oracle

@@ -1,0 +1,191 @@
+// Replay driver and reports: one line -> one RecordReport (never throws for
+// bad input), lines in parallel with a fixed output order, the JSON report
+// and the terminal summary table (replay.h, docs/replay.md).
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/base/errors.h"
+#include "reference/base/json_util.h"
+#include "audit/replay.h"
+
+namespace oracle {
+
+using nlohmann::json;
+
+bool record_failed(const RecordReport& r) { return r.status == "DIVERGED" || r.status == "ERROR"; }
+
+const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict) {
+  for (const TokenFinding& f : r.findings)
+    if (f.verdict == verdict) return &f;
+  return nullptr;
+}
+
+// ============================================================================
+// One line, all lines
+// ============================================================================
+namespace {
+
+// "<where>: <field>: <message>", folding the thrower's file into the field
+// when it is not the log line itself ("sampler.top_p", "record" dropped).
+std::string error_text(const InputError& e, const std::string& where) {
+  const std::string what = e.what();
+  const std::string prefix = e.file() + ": " + e.field() + ": ";
+  const std::string msg = what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
+  std::string field = e.field();
+  if (e.file() != where && e.file() != "record") field = e.file() + "." + field;
+  return where + ": " + field + ": " + msg;
+}
+
+std::string record_mode(const json& j, const std::string& mode, const std::string& where) {
+  if (mode == "own" || mode == "foreign") return mode;
+  require_input(j.is_object(), where, "record", "expected a JSON object");
+  if (j.contains("schema")) return "own";
+  if (j.contains("choices")) return "foreign";
+  throw InputError(where, "record", "neither an oracle log record (\"schema\") nor a completion record (\"choices\")");
+}
+
+RecordReport replay_parsed(const std::string& text, const std::string& where, const ReplayModel& rm,
+                           const ReplayOptions& o) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(where, "json", std::string("not valid JSON (") + e.what() + ")");
+  }
+  if (record_mode(j, o.mode, where) == "own") return replay_own(record_from_json(j, where), rm, o);
+  return replay_foreign(j, where, rm, o);
+}
+
+}  // namespace
+
+RecordReport replay_line(const LogLine& line, const std::string& file, const ReplayModel& rm, const ReplayOptions& o) {
+  const std::string where = file + ":" + std::to_string(line.line_no);
+  RecordReport rep;
+  try {
+    rep = replay_parsed(line.text, where, rm, o);
+  } catch (const InputError& e) {
+    rep.status = "ERROR";
+    rep.error = error_text(e, where);
+  } catch (const std::exception& e) {
+    rep.status = "ERROR";
+    rep.error = where + ": " + e.what();
+  }
+  rep.line = line.line_no;
+  return rep;
+}
+
+// Worker k replays lines k, k + jobs, k + 2 jobs, ... into its own slots: no
+// shared counters, and the output order is the line order for any jobs.
+std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
+                                       const ReplayModel& rm, const ReplayOptions& o) {
+  std::vector<RecordReport> reports(lines.size());  // (n_lines)
+  const size_t jobs = (size_t)std::max(1, o.jobs);
+  auto work = [&](size_t k) {
+    for (size_t i = k; i < lines.size(); i += jobs) reports[i] = replay_line(lines[i], file, rm, o);
+  };
+  if (jobs == 1) {
+    work(0);
+    return reports;
+  }
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < jobs; k++) threads.emplace_back(work, k);
+  for (std::thread& t : threads) t.join();
+  return reports;
+}
+
+// ============================================================================
+// JSON report
+// ============================================================================
+namespace {
+
+json finding_json(const TokenFinding& f) {
+  return json{{"index", f.index},
+              {"logged", f.logged},
+              {"reproduced", f.reproduced},
+              {"raw_logprob", json_float(f.raw_logprob)},
+              {"raw_rank", f.raw_rank},
+              {"processed_logprob", json_float(f.processed_logprob)},
+              {"processed_rank", f.processed_rank},
+              {"verdict", f.verdict},
+              {"reason", f.reason},
+              {"margin", std::isfinite(f.margin) ? json(f.margin) : json("inf")},
+              {"detail", f.detail}};
+}
+
+json record_json(const RecordReport& r) {
+  json findings = json::array();
+  for (const TokenFinding& f : r.findings) findings.push_back(finding_json(f));
+  return json{{"line", r.line},         {"mode", r.mode},           {"status", r.status},
+              {"n_tokens", r.n_tokens}, {"diverged_at", r.diverged_at}, {"findings", findings},
+              {"notes", r.notes},       {"error", r.error}};
+}
+
+}  // namespace
+
+json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file, const ReplayOptions& o) {
+  json records = json::array();
+  int counts[4] = {0, 0, 0, 0};  // MATCH, PLAUSIBLE, DIVERGED, ERROR
+  const char* names[4] = {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR"};
+  for (const RecordReport& r : reports) {
+    records.push_back(record_json(r));
+    for (int k = 0; k < 4; k++) counts[k] += r.status == names[k];
+  }
+  return json{{"schema", "oracle-replay-report"},
+              {"version", 1},
+              {"file", file},
+              {"mode", o.mode},
+              {"tolerances",
+               {{"prob", o.prob_tolerance}, {"logit", o.logit_tolerance}, {"logprob", o.logprob_tolerance}}},
+              {"summary",
+               {{"records", reports.size()}, {"match", counts[0]}, {"plausible", counts[1]},
+                {"diverged", counts[2]}, {"error", counts[3]}}},
+              {"records", records}};
+}
+
+// ============================================================================
+// Terminal table
+// ============================================================================
+namespace {
+
+std::string finding_text(const TokenFinding& f) {
+  char b[160];
+  std::snprintf(b, sizeof b, "token %d: logged %d, reproduced %d (p=%.4g, rank %d) %s", f.index, f.logged,
+                f.reproduced, std::exp((double)f.processed_logprob), f.processed_rank, f.verdict.c_str());
+  return std::string(b) + (f.reason.empty() ? "" : " [" + f.reason + "]");
+}
+
+std::string record_detail(const RecordReport& r) {
+  if (r.status == "ERROR") return r.error;
+  std::string d;
+  if (!r.findings.empty() && r.diverged_at >= 0) {
+    const TokenFinding* first = nullptr;
+    for (const TokenFinding& f : r.findings)
+      if (f.index == r.diverged_at && !first) first = &f;
+    d = "DIVERGED at " + finding_text(*first);
+    const TokenFinding* imp = first_finding(r, "impossible");
+    if (imp && imp != first) d += "; first impossible: " + finding_text(*imp);
+  }
+  for (const std::string& n : r.notes) d += (d.empty() ? "" : "; ") + n;
+  return d;
+}
+
+}  // namespace
+
+std::string replay_summary_table(const std::vector<RecordReport>& reports) {
+  std::string out = "  line  mode     status     tokens  detail\n";
+  int failed = 0;
+  char b[96];
+  for (const RecordReport& r : reports) {
+    std::snprintf(b, sizeof b, "%6d  %-7s  %-9s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
+                  r.status.c_str(), r.n_tokens);
+    out += b + record_detail(r) + "\n";
+    failed += record_failed(r);
+  }
+  std::snprintf(b, sizeof b, "records: %zu in, %zu reported, %d failed\n", reports.size(), reports.size(), failed);
+  return out + b;
+}
+
+}  // namespace oracle

@@ -1,0 +1,298 @@
+// certify_stats / certify: statistics on hand-computed distributions, chunk
+// parallelism bit-identical to one thread, Q8_0 closer than Q4_0 on llama2xs,
+// thresholds, error cases, certificate files.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "audit/certify.h"
+#include "audit/certify_report.h"
+#include "audit/certify_stats.h"
+#include "reference/base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "numerics/numerics.h"
+#include "audit/svg_plot.h"
+#include "test_support.h"
+
+using namespace oracle;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Model load(const std::string& rel) {
+  std::string path = oracle::test::models(rel);
+  REQUIRE(oracle::test::have(path));
+  return load_model(path);
+}
+
+std::string corpus() {
+  std::string path = oracle::test::shared_path("corpus/llama2xs-samples.txt");
+  REQUIRE(oracle::test::have(path));
+  return read_file(path);
+}
+
+CertifyOptions short_run(const std::string& protocol, int chunks) {
+  CertifyOptions o;
+  o.protocol = protocol;
+  o.ctx = 128;
+  o.max_chunks = chunks;
+  o.greedy_prompts = 2;
+  o.greedy_steps = 8;
+  return o;
+}
+
+void require_field(const std::function<void()>& fn, const std::string& field) {
+  try {
+    fn();
+    FAIL("expected an InputError naming " << field);
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.field() == field);
+  }
+}
+
+uint64_t bits(double d) { return num::f64_bits(d); }
+
+}  // namespace
+
+// ---- hand-computed statistics ------------------------------------------------------------
+TEST_CASE("compare_logits on a two-token vocabulary matches the closed form") {
+  // ref p = (1/2, 1/2); cand logits (ln 3, 0) -> p = (3/4, 1/4)
+  float ref[2] = {0.0f, 0.0f};
+  float cand[2] = {(float)std::log(3.0), 0.0f};
+  TokenRecord r = compare_logits(ref, cand, 2, 1);
+  double q0 = std::exp((double)cand[0]) / (std::exp((double)cand[0]) + 1.0);  // cand p(0) with the float logit
+  double kl = 0.5 * std::log(0.5 / q0) + 0.5 * std::log(0.5 / (1.0 - q0));
+  CHECK(r.kld == Approx(kl).epsilon(1e-12));
+  CHECK(r.kld == Approx(0.5 * std::log(4.0 / 3.0)).epsilon(1e-7));
+  CHECK(r.top_ref == 0);  // tie -> lowest id
+  CHECK(r.top_cand == 0);
+  CHECK(r.same_top());
+  CHECK(r.dp_top == Approx(q0 - 0.5).epsilon(1e-12));
+  CHECK(r.dp_next == Approx((1.0 - q0) - 0.5).epsilon(1e-12));
+  CHECK(r.nll_ref == Approx(std::log(2.0)).epsilon(1e-14));
+  CHECK(r.nll_cand == Approx(-std::log(1.0 - q0)).epsilon(1e-12));
+}
+
+TEST_CASE("identical logits give zero divergence, large ranges stay finite") {
+  std::vector<float> x = {3.0f, -1.0f, 0.5f, -800.0f, 12.0f};
+  TokenRecord r = compare_logits(x.data(), x.data(), 5, 3);
+  CHECK(r.kld == 0.0);
+  CHECK(r.dp_top == 0.0);
+  CHECK(r.top_ref == 4);
+  CHECK(std::isfinite(r.nll_ref));  // p = e^-812: log-softmax in float64 keeps it
+  double lse = 12.0 + std::log(1.0 + std::exp(-9.0) + std::exp(-13.0) + std::exp(-11.5));
+  CHECK(r.nll_ref == Approx(lse + 800.0).epsilon(1e-13));
+}
+
+TEST_CASE("mean, standard error, percentiles, correlation") {
+  MeanSe m = mean_se({1, 2, 3, 4});
+  CHECK(m.mean == 2.5);
+  CHECK(m.se == Approx(std::sqrt((5.0 / 3.0) / 4.0)).epsilon(1e-15));
+  std::vector<double> s = {0, 10, 20, 30, 40};
+  CHECK(percentile_sorted(s, 0.9) == Approx(36.0));
+  CHECK(percentile_sorted(s, 0.5) == 20.0);
+  CHECK(percentile_sorted(s, 1.0) == 40.0);
+  CHECK(percentile_sorted(s, 0.0) == 0.0);
+  CHECK(pearson({1, 2, 3}, {2, 4, 6}) == Approx(1.0));
+  CHECK(pearson({1, 2, 3}, {3, 2, 1}) == Approx(-1.0));
+}
+
+TEST_CASE("summarize: same-top rate with binomial error, perplexity of known nll") {
+  std::vector<TokenRecord> recs(4);
+  for (int i = 0; i < 4; i++) {
+    recs[i].pos = i % 2;
+    recs[i].top_ref = 1;
+    recs[i].top_cand = i == 3 ? 2 : 1;
+    recs[i].kld = 0.1 * (i + 1);
+    recs[i].nll_ref = std::log(2.0);
+    recs[i].nll_cand = std::log(4.0);
+  }
+  Summary s = summarize(recs);
+  CHECK(s.n == 4);
+  CHECK(s.same_top.mean == 0.75);
+  CHECK(s.same_top.se == Approx(std::sqrt(0.75 * 0.25 / 3.0)));
+  CHECK(s.kld.mean == Approx(0.25));
+  CHECK(s.perplexity.ppl_ref.mean == Approx(2.0).epsilon(1e-14));
+  CHECK(s.perplexity.ppl_cand.mean == Approx(4.0).epsilon(1e-14));
+  CHECK(s.perplexity.ratio.mean == Approx(2.0).epsilon(1e-14));
+  CHECK(s.perplexity.difference.mean == Approx(2.0).epsilon(1e-13));
+  REQUIRE(s.kld_by_position.size() == 2);
+  CHECK(s.kld_by_position[0] == Approx(0.2));  // (0.1 + 0.3) / 2
+  CHECK(s.kld_by_position[1] == Approx(0.3));  // (0.2 + 0.4) / 2
+  CHECK(s.kld_percentiles.front().second == Approx(0.4));
+}
+
+TEST_CASE("greedy summary: histogram of first divergence") {
+  GreedySummary g = summarize_greedy({0, 3, 8, 8}, 8);
+  CHECK(g.prompts == 4);
+  CHECK(g.mean_first_divergence == Approx(4.75));
+  CHECK(g.median_first_divergence == Approx(5.5));
+  CHECK(g.fraction_identical == 0.5);
+  CHECK(g.histogram[0] == 1);
+  CHECK(g.histogram[3] == 1);
+  CHECK(g.histogram[8] == 2);
+}
+
+// ---- real models ------------------------------------------------------------------------------
+TEST_CASE("chunk-parallel certification is bit-identical to one thread") {
+  Model ref = load("gguf/llama2xs.gguf"), cand = load("gguf/llama2xs-q8_0.gguf");
+  std::string text = corpus();
+  CertifyOptions o = short_run("full", 5);
+  CertifyResult one = certify(ref, cand, text, o);
+  o.threads = 3;
+  CertifyResult many = certify(ref, cand, text, o);
+  REQUIRE(one.records.size() == many.records.size());
+  REQUIRE(one.records.size() == 5u * 127u);
+  int shown = 0;
+  for (size_t i = 0; i < one.records.size(); i++) {
+    const TokenRecord &a = one.records[i], &b = many.records[i];
+    bool same = bits(a.kld) == bits(b.kld) && bits(a.nll_cand) == bits(b.nll_cand) &&
+                bits(a.dp_top) == bits(b.dp_top) && a.top_cand == b.top_cand && a.pos == b.pos;
+    if (!same && shown++ < 5)
+      UNSCOPED_INFO("record " << i << " kld bits " << std::hex << bits(a.kld) << " vs " << bits(b.kld));
+    CHECK(same);
+  }
+  CHECK(bits(one.summary.kld.mean) == bits(many.summary.kld.mean));
+  CHECK(bits(one.summary.perplexity.ratio.mean) == bits(many.summary.perplexity.ratio.mean));
+  CHECK(one.first_divergence == many.first_divergence);
+}
+
+TEST_CASE("llama2xs: Q8_0 is much closer to the reference than Q4_0 (llamacpp protocol slice)") {
+  Model ref = load("gguf/llama2xs.gguf");
+  Model q8 = load("gguf/llama2xs-q8_0.gguf"), q4 = load("gguf/llama2xs-q4_0.gguf");
+  std::string text = corpus();
+  CertifyOptions o = short_run("llamacpp", 8);
+  o.threads = 2;
+  CertifyResult r8 = certify(ref, q8, text, o), r4 = certify(ref, q4, text, o);
+  CHECK(r8.corpus_tokens == r4.corpus_tokens);
+  CHECK(r8.corpus_tokens / 128 == 109);  // llama-perplexity reported 109 chunks of 128
+  CHECK(r8.records.size() == 8u * 63u);  // positions 64..126 of each chunk
+  CHECK(r8.records.front().pos == 64);
+  CHECK(r8.summary.kld.mean > 0.0);
+  CHECK(r8.summary.kld.mean * 20 < r4.summary.kld.mean);
+  CHECK(r8.summary.same_top.mean > r4.summary.same_top.mean);
+  CHECK(dominant_weight_type(q8) == "Q8_0");
+  CHECK(dominant_weight_type(q4) == "Q4_0");
+  CHECK(all_pass(check_thresholds(r8, default_thresholds("Q8_0"))));
+  // A Q4_0 model judged by Q8_0's thresholds fails.
+  CHECK_FALSE(all_pass(check_thresholds(r4, default_thresholds("Q8_0"))));
+}
+
+TEST_CASE("a model certified against itself has zero divergence") {
+  Model ref = load("gguf/llama2xs.gguf");
+  CertifyResult r = certify(ref, ref, corpus(), short_run("full", 1));
+  CHECK(r.summary.kld.mean == 0.0);
+  CHECK(r.summary.same_top.mean == 1.0);
+  CHECK(r.greedy.fraction_identical == 1.0);
+}
+
+TEST_CASE("int8 KV-cache mode: small but nonzero divergence, K/V rows on the int8 grid") {
+  Model ref = load("gguf/llama2xs.gguf");
+  CertifyOptions o = short_run("full", 2);
+  o.candidate_kv_int8 = true;
+  CertifyResult r = certify(ref, ref, corpus(), o);
+  CHECK(r.summary.kld.mean > 0.0);
+  CHECK(r.summary.kld.mean < 0.01);
+  CHECK(all_pass(check_thresholds(r, default_thresholds("KV_I8"))));
+  // The cache holds s * q with s = max|row| / 127 and integer |q| <= 127.
+  KvCacheOptions ko;
+  ko.int8 = true;
+  KvCache kv(ref.config, ko);
+  std::vector<int> toks = {1, 403, 407, 261};
+  forward(ref, kv, 0, toks);
+  int kv_dim = ref.config.n_kv_heads * ref.config.head_dim;
+  for (int layer = 0; layer < ref.config.n_layers; layer++)
+    for (const float* row : {kv.key(0, layer, 2), kv.value(0, layer, 3)}) {
+      float amax = 0.0f;
+      for (int k = 0; k < kv_dim; k++) amax = std::max(amax, std::fabs(row[k]));
+      double s = amax / 127.0;
+      for (int k = 0; k < kv_dim; k++) CHECK(std::fabs(row[k] / s - std::round(row[k] / s)) < 1e-3);
+    }
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+TEST_CASE("certify rejects incomparable models and short corpora, naming the field") {
+  Model ref = load("gguf/stories260K.gguf");
+  Model other = load("gguf/aidreams260K.gguf");  // same vocabulary size, different tokenizer
+  CertifyOptions o = short_run("full", 1);
+  require_field([&] { certify(ref, other, "Once upon a time", o); }, "tokenizer.ggml.tokens");
+  Model arch = ref;
+  arch.config.architecture = "gpt2";
+  require_field([&] { certify(ref, arch, "Once upon a time", o); }, "general.architecture");
+  Model vocab = ref;
+  vocab.config.vocab_size = 256;
+  require_field([&] { certify(ref, vocab, "Once upon a time", o); }, "vocab_size");
+  require_field([&] { certify(ref, ref, "Once upon a time.", o); }, "tokens");
+  o.ctx = 100000;
+  require_field([&] { certify(ref, ref, "Once upon a time.", o); }, "ctx");
+  o = short_run("perplexity", 1);
+  require_field([&] { certify(ref, ref, "Once upon a time.", o); }, "protocol");
+}
+
+TEST_CASE("thresholds: JSON overrides, unknown metrics rejected") {
+  auto dir = std::filesystem::temp_directory_path() / "oracle_test_certify";
+  std::filesystem::create_directories(dir);
+  std::string good = (dir / "good.json").string(), bad = (dir / "bad.json").string();
+  std::ofstream(good) << R"({"kld_mean": {"max": 0.5}, "same_top": {"min": 0.1}, "kld_p999": {"max": 3}})";
+  std::ofstream(bad) << R"({"kld_avg": {"max": 0.5}})";
+  std::vector<Threshold> t = load_thresholds(good, default_thresholds("Q8_0"));
+  CHECK(t.size() == 5);
+  for (const Threshold& x : t)
+    if (x.metric == "kld_mean") CHECK(x.limit == 0.5);
+  require_field([&] { load_thresholds(bad, {}); }, "kld_avg");
+  CHECK(default_thresholds("Q8_0")[0].limit < default_thresholds("Q4_0")[0].limit);
+}
+
+// ---- certificate files --------------------------------------------------------------------------
+TEST_CASE("write_certificate writes JSON, Markdown and two SVG plots") {
+  std::vector<TokenRecord> recs(3);
+  for (int i = 0; i < 3; i++) {
+    recs[i].pos = i;
+    recs[i].kld = 0.01 * i;
+  }
+  CertifyResult r;
+  r.protocol = "full";
+  r.ctx = 4;
+  r.chunks = 1;
+  r.records = recs;
+  r.summary = summarize(recs);
+  r.first_divergence = {2, 4};
+  r.greedy = summarize_greedy(r.first_divergence, 4);
+  CertificateInfo info{"ref.gguf", "aa", "cand.gguf", "bb", "corpus.txt", "cc", "0.1.0", "Q8_0", false};
+  auto checks = check_thresholds(r, default_thresholds("Q8_0"));
+  std::string dir = (std::filesystem::temp_directory_path() / "oracle_test_certificate").string();
+  std::vector<std::string> paths = write_certificate(dir, r, info, checks);
+  REQUIRE(paths.size() == 4);
+  nlohmann::json j = nlohmann::json::parse(read_file(paths[0]));
+  CHECK(j["reference"]["sha256"] == "aa");
+  CHECK(j["corpus"]["sha256"] == "cc");
+  CHECK(j["protocol"]["name"] == "full");
+  CHECK(j["statistics"]["kld"]["mean"].get<double>() == Approx(0.01));
+  CHECK(j["verdict"] == (all_pass(checks) ? "PASS" : "FAIL"));
+  CHECK_THAT(read_file(paths[1]), Contains("# Certificate"));
+  CHECK_THAT(read_file(paths[2]), Contains("<svg"));
+  CHECK_THAT(read_file(paths[3]), Contains("<polyline"));
+}
+
+TEST_CASE("svg_histogram draws one bar per non-empty bin") {
+  std::string s = svg_histogram({0.0, 0.1, 0.1, 0.9}, 10, 0.0, 1.0, {"t", "x", "y"});
+  size_t bars = 0;
+  for (size_t p = s.find("fill=\"steelblue\""); p != std::string::npos; p = s.find("fill=\"steelblue\"", p + 1))
+    bars++;
+  CHECK(bars == 3);  // bins 0, 1, 9
+}

@@ -1,0 +1,276 @@
+// Forward pass over a KV cache: see forward.h and docs/numerics.md.
+// forward() and forward_batch() both reduce to run_rows(): a list of
+// (sequence, position, token) rows pushed through the layers together. Every
+// op computes each row's outputs in the canonical order, so grouping rows
+// (prefill, chunks, batches) or splitting them over threads changes no bit.
+#include "reference/compute/forward.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "reference/base/errors.h"
+#include "numerics/numerics.h"
+#include "reference/compute/ops.h"
+#include "reference/model/quantize_rows.h"
+
+namespace oracle {
+
+namespace {
+
+// ============================================================================
+// Rows, scratch buffers, context
+// ============================================================================
+struct Row {
+  int seq, pos, token;
+};
+
+struct RunState {
+  int n = 0;                        // rows in this call
+  std::vector<float> x;             // (n, dim) residual stream
+  std::vector<float> xb;            // (n, dim) normed input of a block
+  std::vector<float> q;             // (n, n_heads * head_dim)
+  std::vector<float> k, v;          // (n, n_kv_heads * head_dim)
+  std::vector<float> att;           // (n, n_heads * head_dim) attention output
+  std::vector<float> proj;          // (n, dim) output of wo / w_down
+  std::vector<float> gate, up;      // (n, hidden_dim); gate becomes the SwiGLU output
+  std::vector<float> rope_cos, rope_sin;  // (n, head_dim / 2) RoPE table rows
+  std::vector<const float*> kv_ptr;       // (sum over rows of 2 * (pos + 1)) K/V row pointers
+  std::vector<long> kv_at;                // (n) offset of row r's pointers in kv_ptr
+};
+
+struct Ctx {
+  const Model& model;
+  const Config& c;
+  KvCache& kv;
+  ThreadPool* pool;
+  Trace* trace;
+  std::vector<Row> rows;  // (n)
+};
+
+void emit(const Ctx& cx, const char* name, int layer, const std::vector<float>& buf, int width) {
+  if (!cx.trace || !cx.trace->emit) return;
+  char full[64];
+  std::snprintf(full, sizeof full, name, layer);
+  for (size_t r = 0; r < cx.rows.size(); r++)
+    cx.trace->emit(full, cx.rows[r].pos,
+                   std::span<const float>(buf.data() + r * width, (size_t)width));
+}
+
+void alloc_state(const Config& c, int n, RunState& st) {
+  int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  st.n = n;
+  st.x.resize((size_t)n * c.dim);
+  st.xb.resize((size_t)n * c.dim);
+  st.q.resize((size_t)n * q_dim);
+  st.k.resize((size_t)n * kv_dim);
+  st.v.resize((size_t)n * kv_dim);
+  st.att.resize((size_t)n * q_dim);
+  st.proj.resize((size_t)n * c.dim);
+  st.gate.resize((size_t)n * c.hidden_dim);
+  st.up.resize((size_t)n * c.hidden_dim);
+  st.rope_cos.resize((size_t)n * (c.head_dim / 2));
+  st.rope_sin.resize((size_t)n * (c.head_dim / 2));
+  st.kv_at.resize(n);
+}
+
+// ============================================================================
+// Embedding and RoPE rows
+// ============================================================================
+void embed(const Ctx& cx, RunState& st) {
+  for (int r = 0; r < st.n; r++)
+    std::memcpy(&st.x[(size_t)r * cx.c.dim],
+                cx.model.weights.token_embedding + (size_t)cx.rows[r].token * cx.c.dim,
+                sizeof(float) * cx.c.dim);
+}
+
+void rope_rows(const Ctx& cx, RunState& st) {
+  int half = cx.c.head_dim / 2;
+  std::vector<float> freqs(half);  // (head_dim / 2)
+  ops::rope_freqs(freqs.data(), cx.c.rope_theta, cx.c.head_dim);
+  for (int r = 0; r < st.n; r++)
+    ops::rope_row(&st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half], freqs.data(),
+                  cx.c.head_dim, cx.rows[r].pos);
+}
+
+// ============================================================================
+// Attention block
+// ============================================================================
+// Stores row r's k, v at its position, then gathers the K/V row pointers of
+// positions 0..pos of its sequence (rows of one call see each other's K/V).
+void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
+  int kv_dim = cx.c.n_kv_heads * cx.c.head_dim;
+  long total = 0;
+  for (int r = 0; r < st.n; r++) {
+    const Row& row = cx.rows[r];
+    std::memcpy(cx.kv.key_mut(row.seq, layer, row.pos), &st.k[(size_t)r * kv_dim], sizeof(float) * kv_dim);
+    std::memcpy(cx.kv.value_mut(row.seq, layer, row.pos), &st.v[(size_t)r * kv_dim], sizeof(float) * kv_dim);
+    if (cx.kv.options().int8) {  // int8 KV-cache mode: store what an I8_ROW cache would hold
+      int8_row_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
+      int8_row_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
+    }
+    st.kv_at[r] = total;
+    total += 2L * (row.pos + 1);
+  }
+  st.kv_ptr.resize(total);
+  for (int r = 0; r < st.n; r++) {
+    const Row& row = cx.rows[r];
+    const float** p = &st.kv_ptr[st.kv_at[r]];
+    for (int j = 0; j <= row.pos; j++) {
+      p[j] = cx.kv.key(row.seq, layer, j);
+      p[row.pos + 1 + j] = cx.kv.value(row.seq, layer, j);
+    }
+  }
+}
+
+// One task per (row, query head), split over the pool.
+void attend(const Ctx& cx, RunState& st) {
+  const Config& c = cx.c;
+  int q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
+  cx.pool->parallel_for(st.n * c.n_heads, [&](int begin, int end) {
+    std::vector<float> o_chunk(c.head_dim);  // (head_dim)
+    for (int task = begin; task < end; task++) {
+      int r = task / c.n_heads, h = task % c.n_heads, n_pos = cx.rows[r].pos + 1;
+      const float* const* p = &st.kv_ptr[st.kv_at[r]];
+      ops::KvRows rows{p, p + n_pos, (h / group) * c.head_dim};
+      float* out = &st.att[(size_t)r * q_dim + (size_t)h * c.head_dim];
+      ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
+                     c.head_dim, o_chunk.data());
+    }
+  });
+}
+
+void attention_block(const Ctx& cx, int l, RunState& st) {
+  const Config& c = cx.c;
+  const LayerWeights& w = cx.model.weights.layers[l];
+  int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim, half = c.head_dim / 2;
+  for (int r = 0; r < st.n; r++)
+    ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.attn_norm, c.dim, c.norm_eps);
+  emit(cx, "blk.%d.attn_norm", l, st.xb, c.dim);
+  ops::matmul(st.q.data(), st.xb.data(), w.wq, st.n, c.dim, q_dim, cx.pool);
+  ops::matmul(st.k.data(), st.xb.data(), w.wk, st.n, c.dim, kv_dim, cx.pool);
+  ops::matmul(st.v.data(), st.xb.data(), w.wv, st.n, c.dim, kv_dim, cx.pool);
+  for (int r = 0; r < st.n; r++) {
+    const float *cr = &st.rope_cos[(size_t)r * half], *sr = &st.rope_sin[(size_t)r * half];
+    ops::rope_apply(&st.q[(size_t)r * q_dim], c.n_heads, c.head_dim, cr, sr);
+    ops::rope_apply(&st.k[(size_t)r * kv_dim], c.n_kv_heads, c.head_dim, cr, sr);
+  }
+  emit(cx, "blk.%d.q", l, st.q, q_dim);
+  emit(cx, "blk.%d.k", l, st.k, kv_dim);
+  emit(cx, "blk.%d.v", l, st.v, kv_dim);
+  store_and_gather_kv(cx, l, st);
+  attend(cx, st);
+  emit(cx, "blk.%d.attn_out", l, st.att, q_dim);
+  ops::matmul(st.proj.data(), st.att.data(), w.wo, st.n, q_dim, c.dim, cx.pool);
+  emit(cx, "blk.%d.attn_proj", l, st.proj, c.dim);
+  for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
+}
+
+// ============================================================================
+// Feed-forward block
+// ============================================================================
+void ffn_block(const Ctx& cx, int l, RunState& st) {
+  const Config& c = cx.c;
+  const LayerWeights& w = cx.model.weights.layers[l];
+  for (int r = 0; r < st.n; r++)
+    ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.ffn_norm, c.dim, c.norm_eps);
+  emit(cx, "blk.%d.ffn_norm", l, st.xb, c.dim);
+  ops::matmul(st.gate.data(), st.xb.data(), w.w_gate, st.n, c.dim, c.hidden_dim, cx.pool);
+  ops::matmul(st.up.data(), st.xb.data(), w.w_up, st.n, c.dim, c.hidden_dim, cx.pool);
+  emit(cx, "blk.%d.ffn_gate", l, st.gate, c.hidden_dim);
+  emit(cx, "blk.%d.ffn_up", l, st.up, c.hidden_dim);
+  ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * c.hidden_dim);
+  emit(cx, "blk.%d.ffn_act", l, st.gate, c.hidden_dim);
+  ops::matmul(st.proj.data(), st.gate.data(), w.w_down, st.n, c.hidden_dim, c.dim, cx.pool);
+  emit(cx, "blk.%d.ffn_out", l, st.proj, c.dim);
+  for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
+  emit(cx, "blk.%d.resid", l, st.x, c.dim);
+}
+
+// ============================================================================
+// Final norm + LM head on the rows [first, n) that return logits
+// ============================================================================
+std::vector<float> head(Ctx& cx, RunState& st, int first) {
+  const Config& c = cx.c;
+  int n_out = st.n - first;
+  std::vector<float> xn((size_t)n_out * c.dim);  // (n_out, dim)
+  for (int r = 0; r < n_out; r++)
+    ops::rmsnorm(&xn[(size_t)r * c.dim], &st.x[(size_t)(first + r) * c.dim], cx.model.weights.final_norm,
+                 c.dim, c.norm_eps);
+  std::vector<float> logits((size_t)n_out * c.vocab_size);  // (n_out, vocab_size)
+  ops::matmul(logits.data(), xn.data(), cx.model.weights.classifier, n_out, c.dim, c.vocab_size, cx.pool);
+  cx.rows.erase(cx.rows.begin(), cx.rows.begin() + first);  // trace only the returned rows
+  emit(cx, "output_norm", 0, xn, c.dim);
+  emit(cx, "logits", 0, logits, c.vocab_size);
+  return logits;
+}
+
+// Checks ids and room, then appends every row's token to the cache (all or none).
+void validate_and_append(Ctx& cx) {
+  for (Row& row : cx.rows) {
+    require_input(row.token >= 0 && row.token < cx.c.vocab_size, "forward", "token",
+                  "token id " + std::to_string(row.token) + " outside [0, " +
+                      std::to_string(cx.c.vocab_size) + ")");
+    require_input(row.pos < cx.c.seq_len, "forward", "position",
+                  "position " + std::to_string(row.pos) + " exceeds the context length " +
+                      std::to_string(cx.c.seq_len));
+  }
+  std::vector<int> start;  // (n) lengths before this call, to undo a failed append
+  for (Row& row : cx.rows) start.push_back(cx.kv.length(row.seq));
+  try {
+    for (Row& row : cx.rows) row.pos = cx.kv.append(row.seq, row.token);
+  } catch (...) {  // e.g. the block pool is exhausted: leave the cache as it was
+    for (size_t r = cx.rows.size(); r-- > 0;) cx.kv.truncate(cx.rows[r].seq, start[r]);
+    throw;
+  }
+}
+
+std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,
+                            bool all_logits, const ForwardOptions& opt) {
+  require_input(!rows.empty(), "forward", "tokens", "no tokens to run");
+  std::unique_ptr<ThreadPool> own_pool;
+  ThreadPool* pool = opt.pool;
+  if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();
+  Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows)};
+  validate_and_append(cx);
+  RunState st;
+  alloc_state(cx.c, (int)cx.rows.size(), st);
+  embed(cx, st);
+  rope_rows(cx, st);
+  for (int l = 0; l < cx.c.n_layers; l++) {
+    attention_block(cx, l, st);
+    ffn_block(cx, l, st);
+  }
+  return head(cx, st, all_logits ? 0 : st.n - 1);
+}
+
+}  // namespace
+
+// ============================================================================
+// Public entry points
+// ============================================================================
+std::vector<float> forward(const Model& model, KvCache& kv, int seq, std::span<const int> tokens,
+                           const ForwardOptions& options) {
+  int start = kv.length(seq);
+  std::vector<Row> rows;
+  for (size_t i = 0; i < tokens.size(); i++) rows.push_back({seq, start + (int)i, tokens[i]});
+  return run_rows(model, kv, std::move(rows), options.all_logits, options);
+}
+
+std::vector<float> forward_batch(const Model& model, KvCache& kv, std::span<const int> seqs,
+                                 std::span<const int> tokens, const ForwardOptions& options) {
+  require_input(seqs.size() == tokens.size(), "forward_batch", "tokens",
+                "one token per sequence expected");
+  std::set<int> seen;
+  std::vector<Row> rows;
+  for (size_t i = 0; i < seqs.size(); i++) {
+    require_input(seen.insert(seqs[i]).second, "forward_batch", "seqs",
+                  "sequence " + std::to_string(seqs[i]) + " appears twice in one step");
+    rows.push_back({seqs[i], kv.length(seqs[i]), tokens[i]});
+  }
+  return run_rows(model, kv, std::move(rows), true, options);
+}
+
+}  // namespace oracle

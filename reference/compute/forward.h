@@ -1,0 +1,53 @@
+#pragma once
+// ============================================================================
+// Forward pass of a Llama-family transformer over a KV cache.
+// Every op follows docs/numerics.md, so the logits at position t are the same
+// bits whether t is computed in a prefill, alone, in chunks, with any thread
+// count, or next to other sequences in a batch.
+//                                     [owner: forward work; contract below]
+// ============================================================================
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/compute/kv_cache.h"
+#include "reference/model/model.h"
+#include "reference/base/thread_pool.h"
+
+namespace oracle {
+
+// Optional observer of named intermediate tensors at each absolute position,
+// for `oracle diff`: per layer L "blk.L.attn_norm", "blk.L.q", "blk.L.k" (both
+// after RoPE), "blk.L.v", "blk.L.attn_out", "blk.L.attn_proj", "blk.L.ffn_norm",
+// "blk.L.ffn_gate", "blk.L.ffn_up", "blk.L.ffn_act", "blk.L.ffn_out",
+// "blk.L.resid"; then "output_norm" and "logits" for the rows that return
+// logits (docs/numerics.md §4.2). Null trace: nothing is formatted or copied.
+struct Trace {
+  std::function<void(const std::string& name, int pos, std::span<const float> values)> emit;
+};
+
+struct ForwardOptions {
+  int threads = 1;          // splits work over rows/heads only: changes no bit
+  bool all_logits = false;  // logits for every position instead of only the last
+  Trace* trace = nullptr;
+  // Persistent pool owned by the caller (e.g. a serving context); when null and
+  // threads > 1, forward() makes a pool of `threads` threads for the call.
+  ThreadPool* pool = nullptr;
+};
+
+// Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,
+// appending their K/V. Returns logits: (n or 1, vocab_size) row-major.
+// Throws InputError (fields "token", "position", "tokens", kv_cache "max_tokens")
+// before or while appending; a failed call leaves the cache unchanged.
+// Prefix caching: n = kv.attach_prefix(seq, prompt), then run prompt[n..].
+std::vector<float> forward(const Model& model, KvCache& kv, int seq, std::span<const int> tokens,
+                           const ForwardOptions& options = {});
+
+// One decode step for many sequences at once (continuous batching): entry i
+// appends tokens[i] to sequence seqs[i]. Returns (n_seqs, vocab_size) logits,
+// each row bit-identical to decoding that sequence alone.
+std::vector<float> forward_batch(const Model& model, KvCache& kv, std::span<const int> seqs,
+                                 std::span<const int> tokens, const ForwardOptions& options = {});
+
+}  // namespace oracle

@@ -1,0 +1,71 @@
+#pragma once
+// ============================================================================
+// The transformer's ops, each in the one float32 operation order that
+// docs/numerics.md fixes (the CUDA kernels implement the same orders):
+//   rmsnorm, matmul (GEMV and multi-token GEMM, identical per-output bits),
+//   RoPE (cos/sin rows + apply), chunked attention, SwiGLU, residual.
+// Everything here is a pure function of its inputs: no state, no threads
+// except the pool a caller passes to matmul.
+// ============================================================================
+#include "numerics/spec.h"
+#include "reference/base/thread_pool.h"
+
+namespace oracle::ops {
+
+// ---- dot products and matmul -----------------------------------------------
+// dot(a, b, n) == num::dot_canonical(a, b, n), bit for bit (vectorised: the 16
+// canonical lanes are two 8-wide AVX2 registers; mul then add, never fma).
+float dot(const float* a, const float* b, int n);
+
+// out[t*n_out + i] = dot_canonical(&w[i*k], &x[t*k], k)
+//   out (n_tok, n_out), x (n_tok, k), w (n_out, k) row-major.
+// Splits rows over `pool` (may be null). The result is independent of n_tok,
+// of the thread count and of the kernel used.
+void matmul(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+            ThreadPool* pool);
+
+// The two kernel families behind matmul over rows [row_begin, row_end), for
+// testing that the SIMD path and the plain scalar path give the same bits.
+void matmul_rows_scalar(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+                        int row_begin, int row_end);
+void matmul_rows_simd(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+                      int row_begin, int row_end);
+bool have_simd_kernels();  // false: matmul_rows_simd is the scalar path
+
+// ---- normalisation, activations, residual ----------------------------------
+// out[k] = (x[k] * r) * w[k], r = 1 / sqrt(dot(x, x)/n + eps)     out, x, w: (n)
+void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
+// h[k] = silu(gate[k]) * up[k]                                    h, gate, up: (n)
+void swiglu(float* h, const float* gate, const float* up, int n);
+// x[k] = x[k] + y[k]                                              x, y: (n)
+void residual(float* x, const float* y, int n);
+
+// ---- RoPE (interleaved pairs) ------------------------------------------------
+// freqs (head_dim/2): freqs[i] = rope_freq(theta, i, head_dim)
+void rope_freqs(float* freqs, float theta, int head_dim);
+// cos_row, sin_row (head_dim/2): row `pos` of the RoPE table
+void rope_row(float* cos_row, float* sin_row, const float* freqs, int head_dim, int pos);
+// Rotates every head of v (n_heads * head_dim) by one table row.
+void rope_apply(float* v, int n_heads, int head_dim, const float* cos_row, const float* sin_row);
+
+// ---- attention -----------------------------------------------------------------
+constexpr int kAttnChunk = spec::kAttnChunk;  // chunk length S (numerics/spec.h), aligned to position 0
+
+// Rows of one sequence's K or V for one layer: rows[j] points at position j's
+// (n_kv_heads * head_dim) vector; `offset` = g * head_dim selects kv head g.
+struct KvRows {
+  const float* const* keys;    // (n_pos) pointers
+  const float* const* values;  // (n_pos) pointers
+  int offset;
+};
+
+// Partials of one chunk [j0, j1), j1 - j0 <= kAttnChunk: max m, sum s,
+// o (head_dim) = sum e_j * v_j.
+void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
+                     float* s, float* o);
+// out (head_dim) = causal attention of q (head_dim) over positions 0..n_pos-1,
+// chunked and merged in increasing chunk order. o_chunk: scratch (head_dim).
+void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head_dim,
+               float* o_chunk);
+
+}  // namespace oracle::ops

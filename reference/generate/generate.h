@@ -1,0 +1,76 @@
+#pragma once
+// ============================================================================
+// The generation loop: tokenize -> prefill -> [sample -> stream text through
+// the detokenizer and stop matcher -> decode one token] until a stop.
+// Sampling is keyed by (seed, seq_id, position) only, so a request produces
+// the same ids, logprobs and text alone, next to any batch-mates, and with
+// any thread count (docs/sampling.md, "Generation").
+// ============================================================================
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "reference/sampling/logprobs.h"
+#include "reference/model/model.h"
+#include "reference/compute/kv_cache.h"
+#include "reference/sampling/sampler.h"
+#include "reference/tokenizer/tokenizer.h"
+
+namespace oracle {
+
+struct GenerateOptions {
+  int max_tokens = 256;                    // generated tokens, >= 1 (the prompt is not counted)
+  SamplerConfig sampler;                   // includes the seed
+  uint32_t seq_id = 0;                     // RNG identity of the request (not a KV slot)
+  std::vector<std::string> stop_strings;
+  std::vector<int> stop_token_ids;         // in addition to EOS (and BOS if Config::stop_on_bos)
+  bool stop_on_eos = true;
+  bool add_bos = true;
+  bool add_eos = false;                    // append EOS to the prompt (the vocabulary's add_eos_token)
+  bool parse_special = false;              // control tokens written in the prompt become their ids
+  int threads = 1;                         // forward pass threads: changes no bit
+  int prefill_chunk = 0;                   // > 0: prefill in chunks of this many tokens (changes no bit)
+  int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)
+  KvCacheOptions kv;                       // contiguous (default) or paged; changes no bit
+  std::function<void(const std::string&)> on_text;  // streamed text, in order
+};
+
+struct GenerationStep {
+  int token = -1;
+  std::string logits_sha256;  // SHA-256 of the raw logits as little-endian float32 bytes
+  LogprobReport logprobs;
+};
+
+struct GenerationResult {
+  std::vector<int> prompt_ids;   // (n_prompt) with BOS when added
+  std::vector<int> output_ids;   // (n_steps) every sampled id, including the one that stopped
+  std::string text;              // streamed text: stop tokens and stop strings excluded
+  std::string finish_reason;     // "stop" (EOS, BOS, stop token, stop string) or "length"
+  std::string stop_detail;       // "eos", "stop_token", "stop_string" or "length"
+  int invalid_utf8_replaced = 0; // invalid byte runs from the model shown as U+FFFD in `text`
+  KvMemoryReport kv_memory;      // the cache after generation (not part of the JSON record)
+  int prefix_tokens_reused = 0;  // prompt tokens whose K/V came from the prefix cache
+  SamplerConfig sampler;
+  uint32_t seq_id = 0;
+  std::vector<GenerationStep> steps;  // (n_steps)
+};
+
+// One request. InputError for an empty/too-long prompt or a bad sampler config.
+GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const std::string& prompt,
+                          const GenerateOptions& options);
+
+// Several requests decoded together (prefill each, then one forward_batch per
+// step over the requests still running). Each result equals generate() alone.
+std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer& tokenizer,
+                                             const std::vector<std::string>& prompts,
+                                             const std::vector<GenerateOptions>& options);
+
+void to_json(nlohmann::json& j, const GenerationStep& s);
+void from_json(const nlohmann::json& j, GenerationStep& s);
+void to_json(nlohmann::json& j, const GenerationResult& r);
+void from_json(const nlohmann::json& j, GenerationResult& r);
+
+}  // namespace oracle

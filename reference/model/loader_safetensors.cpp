@@ -1,0 +1,271 @@
+// Hugging Face checkpoint: config.json + one or more *.safetensors shards.
+// A safetensors file is u64 N (little endian), N bytes of JSON
+//   {"name": {"dtype": "F32"|"F16"|"BF16", "shape": [..], "data_offsets": [b, e]}, ...}
+// then the data; offsets are relative to byte 8 + N. Tensors are torch-ordered
+// (shape[0] = rows). HF q_proj/k_proj rows are in rotate-half order (the
+// permutation convert_llama_weights_to_hf applies); we undo it at load so the
+// in-memory model is the interleaved-pairs model llama2.c and GGUF give.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/base/errors.h"
+#include "reference/model/loaders.h"
+#include "reference/model/quant.h"
+
+namespace oracle {
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+struct StTensor {
+  DType type = DType::F32;
+  std::vector<int64_t> shape;  // torch order: shape[0] is the outermost (rows)
+  const uint8_t* data = nullptr;
+  uint64_t n_bytes = 0;
+  std::string file;
+};
+using StTable = std::map<std::string, StTensor>;
+
+// ---- files -----------------------------------------------------------------------------------
+struct StFiles {
+  std::string dir;
+  std::string config;
+  std::vector<std::string> shards;  // sorted
+};
+
+StFiles resolve_files(const std::string& path) {
+  StFiles f;
+  const bool is_dir = fs::is_directory(path);
+  f.dir = is_dir ? path : fs::path(path).parent_path().string();
+  if (f.dir.empty()) f.dir = ".";
+  f.config = f.dir + "/config.json";
+  if (!is_dir && path.size() > 12 && path.substr(path.size() - 12) == ".safetensors") {
+    f.shards.push_back(path);
+    return f;
+  }
+  for (const auto& entry : fs::directory_iterator(f.dir))
+    if (entry.path().extension() == ".safetensors") f.shards.push_back(entry.path().string());
+  std::sort(f.shards.begin(), f.shards.end());
+  require_input(!f.shards.empty(), f.dir, "*.safetensors", "no safetensors file in the directory");
+  return f;
+}
+
+json parse_json_text(const char* begin, const char* end, const std::string& file, const std::string& field) {
+  try {
+    return json::parse(begin, end);
+  } catch (const json::exception& e) {
+    throw InputError(file, field, std::string("invalid JSON: ") + e.what());
+  }
+}
+
+// ---- safetensors header ------------------------------------------------------------------------
+DType st_dtype(const json& v, const std::string& file, const std::string& field) {
+  require_input(v.is_string(), file, field, "dtype must be a string");
+  const std::string s = v.get<std::string>();
+  if (s == "F32") return DType::F32;
+  if (s == "F16") return DType::F16;
+  if (s == "BF16") return DType::BF16;
+  throw InputError(file, field, "unsupported dtype '" + s + "' (need F32, F16 or BF16)");
+}
+
+std::vector<int64_t> st_shape(const json& v, const std::string& file, const std::string& field) {
+  require_input(v.is_array() && v.size() <= 4, file, field, "shape must be an array of at most 4 sizes");
+  std::vector<int64_t> shape;
+  for (const json& d : v) {
+    require_input(d.is_number_unsigned() && d.get<uint64_t>() <= (uint64_t(1) << 40), file, field,
+                  "bad dimension " + d.dump());
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+StTensor st_entry(const json& e, const MappedFile& f, uint64_t data_start, const std::string& name) {
+  const std::string field = "tensor '" + name + "'";
+  require_input(e.is_object(), f.path(), field, "entry must be an object");
+  StTensor t;
+  t.file = f.path();
+  t.type = st_dtype(e.value("dtype", json()), f.path(), field + " dtype");
+  t.shape = st_shape(e.value("shape", json()), f.path(), field + " shape");
+  const json offs = e.value("data_offsets", json());
+  require_input(offs.is_array() && offs.size() == 2 && offs[0].is_number_unsigned() &&
+                    offs[1].is_number_unsigned(),
+                f.path(), field + " data_offsets", "must be [begin, end]");
+  const uint64_t b = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+  uint64_t n = 1;
+  for (int64_t d : t.shape) {
+    require_input(d == 0 || n <= f.size() / uint64_t(d), f.path(), field + " shape",
+                  "tensor larger than the file");
+    n *= uint64_t(d);
+  }
+  require_input(b <= end && end - b == n * uint64_t(dtype_row_bytes(t.type, 1)), f.path(),
+                field + " data_offsets", "byte range does not match dtype and shape");
+  t.data = f.at(data_start + b, end - b, field + " data_offsets");
+  t.n_bytes = end - b;
+  return t;
+}
+
+void read_shard(const std::shared_ptr<MappedFile>& f, StTable& table) {
+  uint64_t n = 0;
+  std::memcpy(&n, f->at(0, 8, "header length"), 8);
+  require_input(n <= f->size() - 8, f->path(), "header length",
+                std::to_string(n) + " bytes but the file holds only " + std::to_string(f->size() - 8));
+  const char* text = reinterpret_cast<const char*>(f->at(8, n, "header"));
+  json header = parse_json_text(text, text + n, f->path(), "header");
+  require_input(header.is_object(), f->path(), "header", "must be a JSON object");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    require_input(!table.count(name), f->path(), "tensor '" + name + "'", "defined twice");
+    table[name] = st_entry(entry, *f, 8 + n, name);
+  }
+}
+
+// ---- config.json -> Config ------------------------------------------------------------------------
+int cfg_int(const json& j, const std::string& key, const std::string& file, int fallback = -1) {
+  if (!j.contains(key) && fallback >= 0) return fallback;
+  require_input(j.contains(key) && j[key].is_number_integer(), file, key, "missing or not an integer");
+  int64_t v = j[key].get<int64_t>();
+  require_input(v > 0 && v <= (int64_t(1) << 24), file, key, "value " + std::to_string(v) + " out of range");
+  return static_cast<int>(v);
+}
+
+float cfg_float(const json& j, const std::string& key, const std::string& file, float fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  require_input(j[key].is_number(), file, key, "must be a number");
+  return static_cast<float>(j[key].get<double>());
+}
+
+json read_config_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  require_input(in.good(), file, "file", "cannot open (a safetensors model needs config.json)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  json j = parse_json_text(text.data(), text.data() + text.size(), file, "config.json");
+  require_input(j.is_object(), file, "config.json", "must be a JSON object");
+  return j;
+}
+
+Config read_hf_config(const std::string& file) {
+  const json j = read_config_json(file);
+  require_input(j.value("model_type", std::string("llama")) == "llama", file, "model_type", "need llama");
+  require_input(!j.contains("rope_scaling") || j["rope_scaling"].is_null(), file, "rope_scaling",
+                "RoPE scaling is not supported");
+  require_input(j.value("hidden_act", std::string("silu")) == "silu", file, "hidden_act", "need silu");
+  Config c;
+  c.dim = cfg_int(j, "hidden_size", file);
+  c.hidden_dim = cfg_int(j, "intermediate_size", file);
+  c.n_layers = cfg_int(j, "num_hidden_layers", file);
+  c.n_heads = cfg_int(j, "num_attention_heads", file);
+  c.n_kv_heads = cfg_int(j, "num_key_value_heads", file, c.n_heads);
+  c.vocab_size = cfg_int(j, "vocab_size", file);
+  c.seq_len = cfg_int(j, "max_position_embeddings", file);
+  c.rope_theta = cfg_float(j, "rope_theta", file, 10000.0f);
+  c.norm_eps = cfg_float(j, "rms_norm_eps", file, 1e-6f);  // HF LlamaConfig default
+  c.head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
+  require_input(cfg_int(j, "head_dim", file, c.head_dim) == c.head_dim, file, "head_dim",
+                "must equal hidden_size / num_attention_heads");
+  c.tied_classifier = j.value("tie_word_embeddings", false);
+  return c;
+}
+
+// ---- tensors -> float32 Weights ----------------------------------------------------------------------
+struct StModel {
+  Model& m;
+  StTable table;
+};
+
+const StTensor& need(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
+  auto it = s.table.find(name);
+  require_input(it != s.table.end(), s.m.path, name, "missing tensor");
+  auto text = [](const std::vector<int64_t>& v) {
+    std::string r;
+    for (int64_t d : v) r += (r.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + r + "]";
+  };
+  require_input(it->second.shape == shape, it->second.file, name,
+                "shape " + text(it->second.shape) + " but config.json needs " + text(shape));
+  return it->second;
+}
+
+const float* load_tensor(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
+  const StTensor& t = need(s, name, shape);
+  if (t.type == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
+    return reinterpret_cast<const float*>(t.data);
+  std::vector<float> out(t.n_bytes / uint64_t(dtype_row_bytes(t.type, 1)));  // shape, row-major
+  dequantize_row(t.type, t.data, static_cast<int64_t>(out.size()), out.data());
+  return keep_owned(s.m.weights, std::move(out));
+}
+
+// q_proj / k_proj: rotate-half rows -> interleaved pairs.
+const float* load_rope_rows(StModel& s, const std::string& name, int n_heads) {
+  const Config& c = s.m.config;
+  const float* hf = load_tensor(s, name, {int64_t(n_heads) * c.head_dim, c.dim});
+  return keep_owned(s.m.weights, unpermute_rotate_half(hf, n_heads, c.head_dim, c.dim));
+}
+
+void load_layer(StModel& s, int l) {
+  const Config& c = s.m.config;
+  const int64_t dim = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim;
+  const int64_t kv = int64_t(c.n_kv_heads) * c.head_dim;
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  LayerWeights& lw = s.m.weights.layers[l];
+  lw.attn_norm = load_tensor(s, p + "input_layernorm.weight", {dim});
+  lw.wq = load_rope_rows(s, p + "self_attn.q_proj.weight", c.n_heads);
+  lw.wk = load_rope_rows(s, p + "self_attn.k_proj.weight", c.n_kv_heads);
+  lw.wv = load_tensor(s, p + "self_attn.v_proj.weight", {kv, dim});
+  lw.wo = load_tensor(s, p + "self_attn.o_proj.weight", {dim, q});
+  lw.ffn_norm = load_tensor(s, p + "post_attention_layernorm.weight", {dim});
+  lw.w_gate = load_tensor(s, p + "mlp.gate_proj.weight", {hid, dim});
+  lw.w_down = load_tensor(s, p + "mlp.down_proj.weight", {dim, hid});
+  lw.w_up = load_tensor(s, p + "mlp.up_proj.weight", {hid, dim});
+}
+
+void load_weights(StModel& s) {
+  Config& c = s.m.config;
+  const int64_t dim = c.dim, vocab = c.vocab_size;
+  s.m.weights.token_embedding = load_tensor(s, "model.embed_tokens.weight", {vocab, dim});
+  s.m.weights.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; l++) load_layer(s, l);
+  s.m.weights.final_norm = load_tensor(s, "model.norm.weight", {dim});
+  if (!s.table.count("lm_head.weight")) c.tied_classifier = true;
+  s.m.weights.classifier = c.tied_classifier ? s.m.weights.token_embedding
+                                             : load_tensor(s, "lm_head.weight", {vocab, dim});
+}
+
+// Raw table in ggml dimension order (reversed torch shape), like GGUF's.
+void fill_tensor_table(const StTable& table, Model& m) {
+  for (const auto& [name, t] : table)
+    m.tensors.push_back(TensorInfo{name, t.type, {t.shape.rbegin(), t.shape.rend()}, t.data, t.n_bytes});
+}
+
+}  // namespace
+
+// ---- load_safetensors ------------------------------------------------------------------------------------
+Model load_safetensors(const std::string& path, const LoadOptions& options) {
+  const StFiles files = resolve_files(path);
+  Model m;
+  m.path = files.dir;
+  m.format = "safetensors";
+  m.config = read_hf_config(files.config);
+  validate_config(m.config, files.config);
+  StModel s{m, {}};
+  for (const std::string& shard : files.shards) {
+    m.extra_files.push_back(std::make_shared<MappedFile>(shard));
+    read_shard(m.extra_files.back(), s.table);
+  }
+  m.file = m.extra_files.front();
+  load_weights(s);
+  fill_tensor_table(s.table, m);
+  apply_context_override(m.config, options);
+  return m;
+}
+
+}  // namespace oracle

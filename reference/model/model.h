@@ -1,0 +1,122 @@
+#pragma once
+// ============================================================================
+// Model = Config + Weights (+ the tokenizer vocabulary a file embeds).
+// Loaders (llama2.c, GGUF, safetensors) all produce this one in-memory form:
+// float32 row-major matrices, RoPE in the interleaved-pairs layout
+// (llama2.c/GGUF); HF rotate-half checkpoints are permuted at load.
+// ============================================================================
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/base/mmap_file.h"
+
+namespace oracle {
+
+// ---- Config -----------------------------------------------------------------
+struct Config {
+  int dim = 0;          // residual stream width
+  int hidden_dim = 0;   // FFN inner width
+  int n_layers = 0;
+  int n_heads = 0;      // query heads
+  int n_kv_heads = 0;   // key/value heads (GQA: n_heads % n_kv_heads == 0)
+  int head_dim = 0;     // per-head width (dim / n_heads for every model we load)
+  int vocab_size = 0;
+  int seq_len = 0;      // context length (overridable at load)
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  bool tied_classifier = true;  // LM head shares the token embedding
+  // llama2.c models delimit stories with BOS: greedy generation stops on it.
+  bool stop_on_bos = false;
+  std::string architecture = "llama";
+};
+
+// ---- Weights (float32; pointers into the mapped file or into `owned`) --------
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // (dim)
+  const float* wq = nullptr;         // (n_heads * head_dim, dim)
+  const float* wk = nullptr;         // (n_kv_heads * head_dim, dim)
+  const float* wv = nullptr;         // (n_kv_heads * head_dim, dim)
+  const float* wo = nullptr;         // (dim, n_heads * head_dim)
+  const float* ffn_norm = nullptr;   // (dim)
+  const float* w_gate = nullptr;     // (hidden_dim, dim)   llama2.c w1
+  const float* w_down = nullptr;     // (dim, hidden_dim)   llama2.c w2
+  const float* w_up = nullptr;       // (hidden_dim, dim)   llama2.c w3
+};
+
+struct Weights {
+  const float* token_embedding = nullptr;  // (vocab_size, dim)
+  std::vector<LayerWeights> layers;        // (n_layers)
+  const float* final_norm = nullptr;       // (dim)
+  const float* classifier = nullptr;       // (vocab_size, dim); == token_embedding when tied
+  // Buffers for tensors that had to be converted (F16/BF16/quantized -> F32,
+  // HF RoPE permutation). F32 tensors stay memory-mapped.
+  std::vector<std::vector<float>> owned;
+};
+
+// ---- Vocabulary embedded in (or loaded beside) a checkpoint ---------------------
+enum class VocabType { SentencePiece, Gpt2 };
+
+struct Vocab {
+  VocabType type = VocabType::SentencePiece;
+  std::vector<std::string> tokens;  // (n_vocab) raw piece bytes (SPM uses U+2581 for space)
+  std::vector<float> scores;        // (n_vocab) BPE merge priority (SPM)
+  std::vector<int> token_types;     // (n_vocab) GGUF token types (1 normal, 2 unknown, 3 control, 6 byte) or empty
+  std::vector<std::string> merges;  // GPT-2 merges "a b", highest priority first
+  int bos_id = 1;
+  int eos_id = 2;
+  int unk_id = 0;
+  bool add_bos = true;
+  bool add_bos_explicit = false;    // the file states add_bos (else the pre-tokenizer's default)
+  bool add_eos = false;             // tokenizer.ggml.add_eos_token
+  bool add_space_prefix = true;     // SentencePiece dummy prefix
+  bool remove_extra_whitespaces = false;  // SentencePiece: collapse runs of spaces, trim
+  int eot_id = -1;                  // tokenizer.ggml.eot_token_id (-1: found by text, as llama.cpp)
+  int eom_id = -1;                  // tokenizer.ggml.eom_token_id (-1: found by text)
+  std::string pre;                  // GPT-2 pre-tokenizer name (GGUF tokenizer.ggml.pre)
+  std::string chat_template;        // tokenizer.chat_template (Jinja source), or empty
+  std::string name;                 // general.name (llama.cpp keys Phi-3's RSTRIP tokens on it)
+  std::string source;               // file it came from (for error messages)
+  int max_token_length = 0;         // llama2.c tokenizer.bin header
+};
+
+// ---- Raw tensor table (what the file holds, before conversion) -------------------
+enum class DType : int {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+  // Project-specific per-row int8 (see docs/formats.md); outside ggml's range.
+  I8_ROW = 1000,
+};
+
+struct TensorInfo {
+  std::string name;
+  DType type = DType::F32;
+  std::vector<int64_t> shape;  // ggml order: shape[0] is the contiguous (row) length
+  const uint8_t* data = nullptr;
+  uint64_t n_bytes = 0;
+};
+
+// ---- Model ---------------------------------------------------------------------
+struct Model {
+  Config config;
+  Weights weights;
+  Vocab vocab;                    // empty tokens => use a separate tokenizer file
+  std::vector<TensorInfo> tensors;  // as stored in the file (quantized types kept raw)
+  std::string path;
+  std::string format;             // "llama2c", "gguf", "safetensors", "synthetic"
+  std::string sha256;             // of the checkpoint file(s)
+  std::shared_ptr<MappedFile> file;  // keeps mapped weights alive
+  std::vector<std::shared_ptr<MappedFile>> extra_files;  // safetensors shards
+};
+
+struct LoadOptions {
+  int context_length_override = 0;  // 0 = keep the file's context length
+  bool compute_sha256 = true;
+};
+
+// Dispatches on the file's magic (GGUF, safetensors directory/config.json, llama2.c).
+// Throws InputError naming the file and field on any inconsistency.
+Model load_model(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace oracle

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The one prepared script for a GPU session (docs/diff.md): builds with CUDA,
+# runs the GPU test label, `oracle diff` on every real model in both modes, and
+# benchmarks a llama3-8b-shaped synthetic model in both modes. Every step's
+# outcome is recorded and the script continues; results go to
+# docs/gpu-results/ (summary.json + one file per step). Budget: < 10 minutes.
+# Usage: scripts/gpu-check.sh   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR)
+set -u
+cd "$(dirname "$0")/.."
+shared=${ORACLE_SHARED_DIR:-$PWD/../shared}
+build=${GPU_BUILD_DIR:-build-gpu}
+bench_dir=${GPU_BENCH_DIR:-/tmp/oracle-gpu-bench}
+out=docs/gpu-results
+mkdir -p "$out" "$bench_dir"
+export ORACLE_SHARED_DIR=$shared
+started=$(date +%s)
+steps=()  # JSON objects, one per step
+
+# step NAME TIMEOUT_S CMD...: runs CMD with a timeout, output to $out/NAME.log, records rc and seconds.
+# A step that would start after GPU_CHECK_BUDGET_S (default 540) seconds is skipped (rc 125)
+# and a step's timeout is cut to the time left, so the script ends within 10 minutes.
+budget=${GPU_CHECK_BUDGET_S:-540}
+step() {
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s) left=$(( budget - ($(date +%s) - started) ))
+  if [ "$left" -le 5 ]; then
+    echo "== $name: skipped (time budget spent)"; steps+=("{\"step\":\"$name\",\"rc\":125,\"seconds\":0}")
+    return 125
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name: $*"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$? t=$(( $(date +%s) - t0 ))
+  echo "   rc $rc, ${t}s"; tail -3 "$out/$name.log" | sed 's/^/   /'
+  steps+=("{\"step\":\"$name\",\"rc\":$rc,\"seconds\":$t}")
+  return $rc
+}
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORACLE_ENABLE_CUDA=ON \
+  -DORACLE_SHARED_DIR="$shared"
+step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda
+oracle="$build/bin/oracle"
+step ctest_gpu 120 ctest --test-dir "$build" -L gpu --output-on-failure
+
+# oracle diff on the real models, both modes (JSON reports kept).
+m=$shared/models
+diffs=(
+  "stories260K|$m/stories260K/stories260K.bin|$m/stories260K/tok512.bin"
+  "stories260K_gguf|$m/gguf/stories260K.gguf|"
+  "stories260K_f16|$m/gguf/stories260K-f16.gguf|"
+  "llama2xs|$m/llama2xs/llama2xs.bin|$m/stories260K/tok512.bin"
+  "llama2xs_q8_0|$m/gguf/llama2xs-q8_0.gguf|"
+  "llama2xs_q4_0|$m/gguf/llama2xs-q4_0.gguf|"
+  "aidreams260K|$m/aidreams260K/aidreams260K.bin|$m/aidreams260K/tok512.bin"
+)
+for entry in "${diffs[@]}"; do
+  IFS='|' read -r name model tok <<<"$entry"
+  targs=(); [ -n "$tok" ] && targs=(--tokenizer "$tok")
+  for mode in deterministic fast; do
+    step "diff_${name}_${mode}" 60 bash -c "'$oracle' diff --backend cuda --mode $mode --model '$model' ${targs[*]} \
+      --max-tokens 64 --json >'$out/diff_${name}_${mode}.json'"
+  done
+done
+
+step golden_verify_cuda 120 "$oracle" golden verify golden --backend cuda
+
+# Benchmarks: llama3-8b-shaped synthetic model (f16 weights; synth has no bf16 — the
+# device holds float32 either way), context 1024.
+synth="$bench_dir/llama3-8b.gguf"
+[ -s "$synth" ] || step synth_llama3_8b 240 "$oracle" synth --preset llama3-8b --dtype f16 -o "$synth"
+for mode in deterministic fast; do
+  step "bench_llama3_8b_${mode}" 150 bash -c "'$oracle' bench --backend cuda --mode $mode --model '$synth' \
+    --context 1024 --prompt-tokens 256 --decode-tokens 64 --json >'$out/bench_llama3_8b_${mode}.json'"
+done
+
+total=$(( $(date +%s) - started ))
+{
+  echo "{\"date\":\"$(date -u +%FT%TZ)\",\"commit\":\"$(git rev-parse HEAD 2>/dev/null)\",\"seconds\":$total,"
+  echo "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)\",\"steps\":["
+  (IFS=,; echo "${steps[*]}")
+  echo "]}"
+} >"$out/summary.json"
+echo "gpu-check: ${total}s; summary in $out/summary.json"
+failed=$(grep -o '"rc":[1-9][0-9]*' "$out/summary.json" | wc -l)
+[ "$failed" -eq 0 ]

@@ -122,13 +122,13 @@ int first_divergence(const Model& ref, const Model& cand, const std::vector<int>
 }
 
 // Prompt i: BOS + the first greedy_prompt_tokens tokens after chunk i's start.
-std::vector<std::vector<int>> greedy_prompts(const std::vector<Chunk>& chunks, int bos,
+std::vector<std::vector<int>> greedy_prompts(const std::vector<std::vector<int>>& chunks, int bos,
                                              const CertifyOptions& o) {
   std::vector<std::vector<int>> prompts;
   int n = std::min<int>(o.greedy_prompts, (int)chunks.size());
   for (int i = 0; i < n; i++) {
     std::vector<int> p{bos};
-    p.insert(p.end(), chunks[i].tokens.begin() + 1, chunks[i].tokens.begin() + 1 + o.greedy_prompt_tokens);
+    p.insert(p.end(), chunks[i].begin() + 1, chunks[i].begin() + 1 + o.greedy_prompt_tokens);
     prompts.push_back(std::move(p));
   }
   return prompts;
@@ -152,7 +152,9 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
   });
 }
 
-void check_options(const Model& ref, const Model& cand, const CertifyOptions& o) {
+}  // namespace
+
+void check_certify_options(const Model& ref, const Model& cand, const CertifyOptions& o) {
   require_input(o.protocol == "full" || o.protocol == "llamacpp", "--protocol", "protocol",
                 "unknown protocol '" + o.protocol + "' (full or llamacpp)");
   require_input(o.ctx >= 4, "--ctx", "ctx", "context must be at least 4 tokens");
@@ -166,7 +168,15 @@ void check_options(const Model& ref, const Model& cand, const CertifyOptions& o)
                 "prompt must be shorter than one chunk");
 }
 
-}  // namespace
+std::vector<int> greedy_first_divergences(const Model& ref, const Model& cand,
+                                          const std::vector<std::vector<int>>& chunk_tokens, int bos,
+                                          const CertifyOptions& o, int progress_base, int total) {
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, bos, o);
+  std::vector<int> out(prompts.size(), 0);  // (prompts)
+  for_each_parallel((int)prompts.size(), o.threads, o, progress_base, total,
+                    [&](int i) { out[i] = first_divergence(ref, cand, prompts[i], o); });
+  return out;
+}
 
 // ============================================================================
 // certify
@@ -174,7 +184,7 @@ void check_options(const Model& ref, const Model& cand, const CertifyOptions& o)
 CertifyResult certify(const Model& ref, const Model& cand, const std::string& corpus,
                       const CertifyOptions& o) {
   require_comparable(ref, cand);
-  check_options(ref, cand, o);
+  check_certify_options(ref, cand, o);
   Tokenizer tok(ref.vocab);
   const bool llamacpp = o.protocol == "llamacpp";
   std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
@@ -187,18 +197,16 @@ CertifyResult certify(const Model& ref, const Model& cand, const std::string& co
   r.ctx = o.ctx;
   r.corpus_tokens = (int)ids.size();
   r.chunks = (int)chunks.size();
-  std::vector<std::vector<int>> prompts = greedy_prompts(chunks, tok.bos_id(), o);
-  const int total = r.chunks + (int)prompts.size();
+  std::vector<std::vector<int>> chunk_tokens;
+  for (const Chunk& c : chunks) chunk_tokens.push_back(c.tokens);
+  const int total = r.chunks + std::min<int>(o.greedy_prompts, r.chunks);
   std::vector<std::vector<TokenRecord>> per_chunk(chunks.size());  // (chunks) records
   for_each_parallel(r.chunks, o.threads, o, 0, total, [&](int i) {
     per_chunk[i] = score_chunk(ref, cand, chunks[i], i, o.candidate_kv_int8);
   });
   for (auto& recs : per_chunk) r.records.insert(r.records.end(), recs.begin(), recs.end());
   r.summary = summarize(r.records);
-  r.first_divergence.assign(prompts.size(), 0);
-  for_each_parallel((int)prompts.size(), o.threads, o, r.chunks, total, [&](int i) {
-    r.first_divergence[i] = first_divergence(ref, cand, prompts[i], o);
-  });
+  r.first_divergence = greedy_first_divergences(ref, cand, chunk_tokens, tok.bos_id(), o, r.chunks, total);
   r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
   return r;
 }

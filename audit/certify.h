@@ -57,6 +57,15 @@ void require_comparable(const Model& reference, const Model& candidate);
 CertifyResult certify(const Model& reference, const Model& candidate, const std::string& corpus,
                       const CertifyOptions& options);
 
+// certify()'s greedy agreement on its own: prompt i = [bos] + chunk_tokens[i][1 .. 1 +
+// greedy_prompt_tokens) for the first greedy_prompts chunks; returns first_divergence.
+// `progress_base`/`total` feed options.progress.
+std::vector<int> greedy_first_divergences(const Model& reference, const Model& candidate,
+                                          const std::vector<std::vector<int>>& chunk_tokens, int bos,
+                                          const CertifyOptions& options, int progress_base, int total);
+// The options certify() accepts for these models (InputError naming the option).
+void check_certify_options(const Model& reference, const Model& candidate, const CertifyOptions& options);
+
 // ---- thresholds ------------------------------------------------------------------------
 struct Threshold {
   std::string metric;  // kld_mean, kld_p99, kld_max, same_top, ppl_ratio, rms_dp_top, ...

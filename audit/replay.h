@@ -45,6 +45,7 @@ struct ReplayModel {
 
 // One logged token that is not an exact (own) or possible (foreign) match.
 struct TokenFinding {
+  int choice = 0;            // which completion of the record (n > 1 choices)
   int index = -1;            // position in the output (0 = first generated token)
   int logged = -1;
   int reproduced = -1;       // the reference's choice at this step, same history; -1 after a stop
@@ -61,16 +62,22 @@ struct TokenFinding {
 
 struct RecordReport {
   int line = 0;
-  std::string mode;     // "own" | "foreign" ("" for an ERROR before the mode was known)
-  std::string status;   // "MATCH" | "PLAUSIBLE" | "DIVERGED" | "ERROR"
+  std::string mode;     // "own" | "foreign" | an engine (llamacpp-server, openai-chat, vllm-completions, ...)
+                        // ("" for an ERROR before the mode was known)
+  std::string status;   // "MATCH" | "PLAUSIBLE" | "DIVERGED" | "ERROR" | "UNKNOWN_MODEL"
   int n_tokens = 0;     // logged output tokens
   int diverged_at = -1; // first failing token, -1 if none
   std::vector<TokenFinding> findings;  // in token order
   std::vector<std::string> notes;      // record-level differences (text, finish reason, length)
-  std::string error;    // ERROR: "<file>:<line>: <field>: <message>"
+  std::string error;    // ERROR / UNKNOWN_MODEL: "<file>:<line>: <field>: <message>"
+  std::string model;    // the checkpoint it was replayed on ("" = the single --model)
+  int n_choices = 1;    // completions in the record
 };
 
-bool record_failed(const RecordReport& r);  // DIVERGED or ERROR
+bool record_failed(const RecordReport& r);  // DIVERGED, ERROR or UNKNOWN_MODEL
+// The finding a DIVERGED record's headline names: the first impossible or
+// implausible (logprob_mismatch) token, else the first finding; nullptr if none.
+const TokenFinding* headline_finding(const RecordReport& r);
 // First finding with this verdict, nullptr if none.
 const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict);
 

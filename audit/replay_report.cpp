@@ -15,7 +15,15 @@ namespace oracle {
 
 using nlohmann::json;
 
-bool record_failed(const RecordReport& r) { return r.status == "DIVERGED" || r.status == "ERROR"; }
+bool record_failed(const RecordReport& r) {
+  return r.status == "DIVERGED" || r.status == "ERROR" || r.status == "UNKNOWN_MODEL";
+}
+
+const TokenFinding* headline_finding(const RecordReport& r) {
+  for (const TokenFinding& f : r.findings)
+    if (f.verdict == "impossible" || f.verdict == "logprob_mismatch") return &f;
+  return r.findings.empty() ? nullptr : &r.findings.front();
+}
 
 const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict) {
   for (const TokenFinding& f : r.findings)
@@ -102,7 +110,8 @@ std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const 
 namespace {
 
 json finding_json(const TokenFinding& f) {
-  return json{{"index", f.index},
+  return json{{"choice", f.choice},
+              {"index", f.index},
               {"logged", f.logged},
               {"reproduced", f.reproduced},
               {"raw_logprob", json_float(f.raw_logprob)},
@@ -120,18 +129,19 @@ json record_json(const RecordReport& r) {
   for (const TokenFinding& f : r.findings) findings.push_back(finding_json(f));
   return json{{"line", r.line},         {"mode", r.mode},           {"status", r.status},
               {"n_tokens", r.n_tokens}, {"diverged_at", r.diverged_at}, {"findings", findings},
-              {"notes", r.notes},       {"error", r.error}};
+              {"notes", r.notes},       {"error", r.error},         {"model", r.model},
+              {"n_choices", r.n_choices}};
 }
 
 }  // namespace
 
 json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file, const ReplayOptions& o) {
   json records = json::array();
-  int counts[4] = {0, 0, 0, 0};  // MATCH, PLAUSIBLE, DIVERGED, ERROR
-  const char* names[4] = {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR"};
+  int counts[5] = {0, 0, 0, 0, 0};  // MATCH, PLAUSIBLE, DIVERGED, ERROR, UNKNOWN_MODEL
+  const char* names[5] = {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR", "UNKNOWN_MODEL"};
   for (const RecordReport& r : reports) {
     records.push_back(record_json(r));
-    for (int k = 0; k < 4; k++) counts[k] += r.status == names[k];
+    for (int k = 0; k < 5; k++) counts[k] += r.status == names[k];
   }
   return json{{"schema", "oracle-replay-report"},
               {"version", 1},
@@ -141,7 +151,7 @@ json replay_report_json(const std::vector<RecordReport>& reports, const std::str
                {{"prob", o.prob_tolerance}, {"logit", o.logit_tolerance}, {"logprob", o.logprob_tolerance}}},
               {"summary",
                {{"records", reports.size()}, {"match", counts[0]}, {"plausible", counts[1]},
-                {"diverged", counts[2]}, {"error", counts[3]}}},
+                {"diverged", counts[2]}, {"error", counts[3]}, {"unknown_model", counts[4]}}},
               {"records", records}};
 }
 
@@ -150,23 +160,25 @@ json replay_report_json(const std::vector<RecordReport>& reports, const std::str
 // ============================================================================
 namespace {
 
-std::string finding_text(const TokenFinding& f) {
-  char b[160];
+std::string finding_text(const TokenFinding& f, int n_choices) {
+  char b[200];
   std::snprintf(b, sizeof b, "token %d: logged %d, reproduced %d (p=%.4g, rank %d) %s", f.index, f.logged,
                 f.reproduced, std::exp((double)f.processed_logprob), f.processed_rank, f.verdict.c_str());
-  return std::string(b) + (f.reason.empty() ? "" : " [" + f.reason + "]");
+  const std::string choice = n_choices > 1 ? "choice " + std::to_string(f.choice) + " " : "";
+  return choice + b + (f.reason.empty() ? "" : " [" + f.reason + "]");
 }
 
+// The headline names the first impossible or implausible token, not a
+// same-token "not reproducible" line; other findings follow.
 std::string record_detail(const RecordReport& r) {
-  if (r.status == "ERROR") return r.error;
+  if (r.status == "ERROR" || r.status == "UNKNOWN_MODEL") return r.error;
   std::string d;
-  if (!r.findings.empty() && r.diverged_at >= 0) {
-    const TokenFinding* first = nullptr;
-    for (const TokenFinding& f : r.findings)
-      if (f.index == r.diverged_at && !first) first = &f;
-    d = "DIVERGED at " + finding_text(*first);
-    const TokenFinding* imp = first_finding(r, "impossible");
-    if (imp && imp != first) d += "; first impossible: " + finding_text(*imp);
+  const TokenFinding* head = r.status == "DIVERGED" ? headline_finding(r) : nullptr;
+  if (head) {
+    d = "DIVERGED at " + finding_text(*head, r.n_choices);
+    if (head->verdict != "impossible" && head->verdict != "logprob_mismatch")
+      d += " (no impossible or implausible token)";
+    if (head != &r.findings.front()) d += "; earlier: " + finding_text(r.findings.front(), r.n_choices);
   }
   for (const std::string& n : r.notes) d += (d.empty() ? "" : "; ") + n;
   return d;
@@ -175,11 +187,11 @@ std::string record_detail(const RecordReport& r) {
 }  // namespace
 
 std::string replay_summary_table(const std::vector<RecordReport>& reports) {
-  std::string out = "  line  mode     status     tokens  detail\n";
+  std::string out = "  line  mode              status         tokens  detail\n";
   int failed = 0;
   char b[96];
   for (const RecordReport& r : reports) {
-    std::snprintf(b, sizeof b, "%6d  %-7s  %-9s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
+    std::snprintf(b, sizeof b, "%6d  %-16s  %-13s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
                   r.status.c_str(), r.n_tokens);
     out += b + record_detail(r) + "\n";
     failed += record_failed(r);

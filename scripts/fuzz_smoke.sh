@@ -12,7 +12,7 @@ SHARED=$(realpath "${ORACLE_SHARED_DIR:-../shared}")
 M=$SHARED/models
 dir=${FUZZ_DIR:-${SANITIZE_DIR:-build/asan}}
 secs=${FUZZ_SECONDS:-60}
-targets=${*:-"fuzz_gguf fuzz_llama2c fuzz_safetensors fuzz_tokenizer_file fuzz_tokenizer_bytes fuzz_replay_log"}
+targets=${*:-"fuzz_gguf fuzz_llama2c fuzz_safetensors fuzz_tokenizer_file fuzz_tokenizer_bytes fuzz_replay_log fuzz_engine_log"}
 CXX=clang++ CC=clang cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORACLE_FUZZ=ON \
   -DORACLE_SANITIZE=ON -DORACLE_NATIVE=OFF -DORACLE_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
@@ -26,6 +26,7 @@ seed() {  # target -> fixture files for its corpus
     fuzz_tokenizer_file) ls "$M"/stories260K/tok512.bin "$M"/aidreams260K/tok512.bin ;;
     fuzz_tokenizer_bytes) ls "$M"/vocab-only/*.inp "$SHARED"/corpus/*.txt ;;
     fuzz_replay_log) ls "$PWD"/golden/*.jsonl ;;
+    fuzz_engine_log) ls "$PWD"/audit/tests/data/*.jsonl ;;
     fuzz_safetensors) ;;  # no real safetensors fixture: seeded with a minimal valid header below
   esac
 }
@@ -36,7 +37,7 @@ for t in $targets; do
   corpus="$dir/corpus/$t"; crashes="$dir/crashes/$t"
   mkdir -p "$corpus" "$crashes"
   for f in $(seed "$t"); do
-    if [ "$t" = fuzz_replay_log ]; then split -l 1 -a 4 "$f" "$corpus/$(basename "$f")."; else cp -f "$f" "$corpus/"; fi
+    if [ "$t" = fuzz_replay_log ] || [ "$t" = fuzz_engine_log ]; then split -l 1 -a 4 "$f" "$corpus/$(basename "$f")."; else cp -f "$f" "$corpus/"; fi
   done
   if [ "$t" = fuzz_safetensors ]; then
     hdr='{"model.embed_tokens.weight":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]}}'

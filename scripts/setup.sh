@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs the build dependencies (Debian packages only). Idempotent.
+# Installs the build dependencies (Debian packages) and the Python packages the
+# cross-check tests use (PyPI, never a product dependency). Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev catch2 librapidcheck-dev libcli11-dev
-      libxtensor-dev nlohmann-json3-dev ccache jq)
+      libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+# audit/tests (cli_interop_*): reading dumps with safetensors + numpy from Python.
+if ! python3 -c "import safetensors, numpy" >/dev/null 2>&1; then
+  python3 -m pip install --quiet safetensors numpy 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages safetensors numpy
 fi
 echo "setup: dependencies present"

@@ -9,6 +9,8 @@
 
 #include "reference/base/errors.h"
 #include "audit/replay.h"
+#include "audit/replay_engines.h"
+#include "reference/base/atomic_file.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 
@@ -18,8 +20,31 @@ struct ReplayOptions {
   std::string log;
   std::string json_out;  // --json report file
   ModelOptions model;       // overrides; empty = the first own record's model
+  std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
   oracle::ReplayOptions replay;
 };
+
+// A loaded model with the ReplayModel view of it (the view points into the holder).
+struct ReplayHolder {
+  LoadedModel lm;
+  ReplayModel rm;
+  explicit ReplayHolder(LoadedModel m)
+      : lm(std::move(m)), rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256} {}
+};
+
+static std::shared_ptr<const ReplayModel> load_entry(const CatalogEntry& e, const ReplayOptions& o) {
+  ModelOptions args = o.model;
+  args.model = e.path;
+  args.tokenizer = e.tokenizer;
+  auto h = std::make_shared<ReplayHolder>(load_model_and_tokenizer(args));
+  return std::shared_ptr<const ReplayModel>(h, &h->rm);
+}
+
+static int exit_code(const std::vector<RecordReport>& reports) {
+  for (const RecordReport& r : reports)
+    if (record_failed(r)) return kExitCheckFailed;
+  return kExitOk;
+}
 
 // The model to replay on: --model/--tokenizer, else the first own record's
 // (with its context length). A log without own records needs --model.
@@ -65,32 +90,42 @@ static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& l
 }
 
 static void write_report(const std::string& path, const nlohmann::json& report) {
-  std::ofstream f(path, std::ios::binary);
-  require_input((bool)f, path, "file", "cannot write the report");
-  f << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  require_input((bool)f, path, "file", "write failed");
+  const std::string text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  write_file_atomic(path, [&](std::ostream& out) { out << text; });
+}
+
+static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o) {
+  std::fputs(replay_summary_table(reports).c_str(), stdout);
+  if (!o.json_out.empty()) write_report(o.json_out, replay_report_json(reports, o.log, o.replay));
 }
 
 int run_replay(const ReplayOptions& o) {
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
+  if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
+    require_input(o.model.model.empty(), "--models", "option", "give --models or --model, not both");
+    ModelCatalog catalog(o.models, [&o](const CatalogEntry& e) { return load_entry(e, o); });
+    const std::vector<RecordReport> reports = replay_engine_lines(lines, o.log, catalog.resolver(), o.replay);
+    finish(reports, o);
+    return exit_code(reports);
+  }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
   if (o.replay.mode != "foreign") check_hashes(lines, lm, o);
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
-  const std::vector<RecordReport> reports = replay_lines(lines, o.log, rm, o.replay);
-  std::fputs(replay_summary_table(reports).c_str(), stdout);
-  if (!o.json_out.empty()) write_report(o.json_out, replay_report_json(reports, o.log, o.replay));
-  for (const RecordReport& r : reports)
-    if (record_failed(r)) return kExitCheckFailed;
-  return kExitOk;
+  const std::vector<RecordReport> reports = replay_engine_lines(lines, o.log, single_model(rm), o.replay);
+  finish(reports, o);
+  return exit_code(reports);
 }
 
 Command setup_replay(CLI::App& app) {
   auto opts = std::make_shared<ReplayOptions>();
   auto* sub = app.add_subcommand("replay", "Replay a sampling-tuple log (or check foreign completion records)");
-  sub->add_option("log", opts->log, "JSON-lines log (oracle run --log, or OpenAI-style records)")->required();
+  sub->add_option("log", opts->log, "JSON-lines log: oracle run --log, llama.cpp server, OpenAI or vLLM records")->required();
   sub->add_option("--model,-m", opts->model.model, "Model override (its SHA-256 must match the log)");
   sub->add_option("--tokenizer,-z", opts->model.tokenizer, "Tokenizer override (its SHA-256 must match the log)");
+  sub->add_option("--models", opts->models,
+                  "Directory of checkpoints (or a JSON manifest): each record replays on the model it names")
+      ->check(CLI::ExistingPath);
   sub->add_option("--context", opts->model.context, "Context length (default: the log's)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--mode", opts->replay.mode, "own, foreign or auto (by each record's shape)")

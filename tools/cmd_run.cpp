@@ -6,6 +6,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "audit/dumps.h"
 #include "audit/replay_log.h"
 #include "reference/base/errors.h"
 #include "reference/generate/generate.h"
@@ -36,7 +37,22 @@ struct RunOptions {
   std::string system;                   // --system TEXT: a system turn first
   std::string chat_format;              // --chat-format NAME: overrides template detection
   bool no_parse_special = false;        // --no-parse-special: control-token texts stay text
+  std::string dump_logits, dump_trace;  // safetensors dumps (audit/dumps.h)
 };
+
+// --dump-logits / --dump-trace: one teacher-forced forward over prompt + output
+// reproduces every step's logits bit for bit (their SHA-256 is the step's logits_sha256).
+static void write_dumps(const LoadedModel& lm, const RunOptions& o, const GenerateOptions& gen,
+                        const GenerationResult& r) {
+  const DumpInfo info{lm.model.path, lm.model.sha256, lm.tokenizer_sha256, nlohmann::json(gen.sampler).dump(),
+                      kOracleVersion, r.prompt_ids};
+  std::vector<TraceEntry> trace;
+  const std::vector<float> logits =
+      teacher_forced_logits(lm.model, r.prompt_ids, r.output_ids, o.dump_trace.empty() ? nullptr : &trace);
+  if (!o.dump_logits.empty())
+    write_safetensors(o.dump_logits, logits_dump(info, r.output_ids, logits, lm.model.config.vocab_size));
+  if (!o.dump_trace.empty()) write_safetensors(o.dump_trace, trace_dump(info, r.output_ids, trace));
+}
 
 static std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -148,6 +164,7 @@ static int run_on_device(const LoadedModel& lm, const RunOptions& o) {
   require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
                     s.presence_penalty == 0.0f && s.logit_bias.empty() && s.banned_tokens.empty() &&
                     o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
+                    o.dump_logits.empty() && o.dump_trace.empty() &&
                     !speculative_enabled(o.spec),
                 o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
                 "penalties, --logit-bias, --ban, --stop, --log or speculative options)");
@@ -181,6 +198,8 @@ int run_run(const RunOptions& options) {
   if (require_backend(o.backend)) return run_on_device(lm, o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
+  require_input((o.dump_logits.empty() && o.dump_trace.empty()) || !speculative_enabled(o.spec), "--dump-logits",
+                "option", "speculative runs are not dumped; drop the dump or the speculative options");
   if (speculative_enabled(o.spec))
     return print_speculative_run(lm, o.spec, o.prompt, o.gen.sampler, o.gen.max_tokens, o.ignore_eos,
                                  o.gen.stop_strings, o.model.threads, o.json);
@@ -200,6 +219,7 @@ int run_run(const RunOptions& options) {
                            lm.model.config.seq_len};
     append_log_record(o.log, make_log_record(kOracleVersion, id, o.prompt, gen, r));
   }
+  if (!o.dump_logits.empty() || !o.dump_trace.empty()) write_dumps(lm, o, gen, r);
   if (o.json) {
     const std::string out = run_json(lm, o, r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::printf("%s\n", out.c_str());
@@ -245,6 +265,8 @@ Command setup_run(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   sub->add_flag("--json", opts->json, "Print one JSON object instead of streaming text");
   sub->add_option("--log", opts->log, "Append the sampling tuple as one JSON line (oracle replay)");
+  sub->add_option("--dump-logits", opts->dump_logits, "Write every step's float32 logits (safetensors)");
+  sub->add_option("--dump-trace", opts->dump_trace, "Write every traced tensor, per position (safetensors)");
   add_speculative_options(sub, opts->spec);
   // Prompting: chat templates and special tokens (docs/cli.md#chat).
   sub->add_option("--chat", opts->chat, "One user message, rendered with the model's chat template");

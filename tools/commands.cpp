@@ -12,6 +12,7 @@ Command setup_quantize(CLI::App& app);
 Command setup_replay(CLI::App& app);
 Command setup_golden(CLI::App& app);
 Command setup_diff(CLI::App& app);
+Command setup_compare(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -24,6 +25,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_replay(app),
       setup_golden(app),
       setup_diff(app),
+      setup_compare(app),
   };
 }
 

@@ -1,11 +1,11 @@
-// Tensor comparison for `oracle diff` — see diff_support.h.
-#include "tools/diff_support.h"
+// Tensor comparison for `oracle diff` and `oracle compare` — see tensor_compare.h.
+#include "audit/tensor_compare.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace oracle::tools {
+namespace oracle {
 
 Trace trace_recorder(std::vector<TraceEntry>& out) {
   Trace t;
@@ -89,4 +89,4 @@ int layer_of(const std::string& name) {
   return layer;
 }
 
-}  // namespace oracle::tools
+}  // namespace oracle

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Interop end to end (docs/interop.md): logit/trace dumps read from Python,
+# oracle compare, llama.cpp KLD base files both ways, the reference cache,
+# llama-perplexity on our file (peer), engine-log replay.
+# Usage: cli_interop.sh ORACLE SHARED CASE
+source "$(dirname "$0")/../../tools/tests/lib.sh"
+CASE=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+G="$MODELS/gguf"
+REF="$G/llama2xs.gguf"
+BASE="$G/llama2xs-samples.kld"
+CORPUS="$SHARED/corpus/llama2xs-samples.txt"
+PRINTOUT="$G/llamacpp_kld_llama2xs-q4_0_vs_llama2xs-samples.kld.txt"
+need_fixture "$REF"
+
+dump() {  # greedy run of 12 steps with both dumps
+  "$ORACLE" run -m "$REF" -p "Once upon a time" -n 12 --json --dump-logits "$WORK/l.safetensors" \
+    --dump-trace "$WORK/t.safetensors" >"$WORK/run.json" || fail "run --dump-logits"
+}
+# printout VALUE: the number after "LABEL:" in llama.cpp's printout; unc: the one after ±
+printed() { grep -F "$1" "$PRINTOUT" | head -1 | sed 's/.*: *//' | awk '{print $1}' | tr -d '%'; }
+printed_unc() { grep -F "$1" "$PRINTOUT" | head -1 | sed 's/.*± *//' | awk '{print $1}' | tr -d '%'; }
+within() {  # within NAME OURS THEIRS UNC: |ours - theirs| <= 2 * unc (two of llama.cpp's standard errors)
+  awk -v o="$2" -v t="$3" -v u="$4" 'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 2 * u) }' ||
+    fail "$1: ours $2, llama.cpp $3 ± $4"
+  echo "ok: $1 ours $2, llama.cpp $3 ± $4"
+}
+peer_bin() {
+  for d in "${ORACLE_PEER_BIN:-}" "${PEER_DIR:+$PEER_DIR/bin}"; do
+    [ -n "$d" ] && [ -x "$d/llama-perplexity" ] && { echo "$d/llama-perplexity"; return; }
+  done
+}
+
+case $CASE in
+  dump_python)  # rows hash to logits_sha256; Python safetensors+numpy read both dumps
+    dump
+    python3 "$HERE/check_dumps.py" "$WORK/run.json" "$WORK/l.safetensors" "$WORK/t.safetensors" || fail "check_dumps.py"
+    ;;
+  compare_self)  # dump vs the reference teacher-forced, dump vs itself, .npy input: zero difference
+    dump
+    run_capture "$ORACLE" compare "$WORK/l.safetensors" -m "$REF" --json
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
+    jq -e '.pass and .summary.kld_max == 0 and .summary.max_ulp == 0 and .summary.first_bit_diff == -1' "$WORK/out" >/dev/null ||
+      fail "$(head -c 400 "$WORK/out")"
+    python3 "$HERE/plant.py" npy "$WORK/l.safetensors" "$WORK/l.npy" "$WORK/ids.npy" "$WORK/p.npy" || fail plant
+    run_capture "$ORACLE" compare "$WORK/l.npy" --token-ids "$WORK/ids.npy" --prompt-ids "$WORK/p.npy" -m "$REF" --json
+    [ "$RC" -eq 0 ] && jq -e '.summary.max_ulp == 0' "$WORK/out" >/dev/null || fail ".npy: $RC $(cat "$WORK/err")"
+    run_capture "$ORACLE" compare "$WORK/l.npy" -m "$REF"
+    [ "$RC" -eq 2 ] && grep -q token_ids "$WORK/err" || fail ".npy without ids: exit $RC $(cat "$WORK/err")"
+    ;;
+  compare_planted)  # one ULP at step 7 found at step 7 (pass); near-tie swap = tie (pass); real swap = fail
+    dump
+    python3 "$HERE/plant.py" ulp "$WORK/l.safetensors" "$WORK/u.safetensors" 7 || fail plant
+    run_capture "$ORACLE" compare "$WORK/u.safetensors" -m "$REF" --json --markdown "$WORK/r.md"
+    [ "$RC" -eq 0 ] || fail "ulp: exit $RC"
+    jq -e '.summary.first_bit_diff == 7 and .summary.max_ulp == 1 and .per_step[7].max_ulp == 1' "$WORK/out" >/dev/null ||
+      fail "ulp: $(jq -c .summary "$WORK/out")"
+    grep -q "first step with a bit difference | 7" "$WORK/r.md" || fail "markdown: $(cat "$WORK/r.md")"
+    python3 "$HERE/plant.py" tie "$WORK/l.safetensors" "$WORK/w.safetensors" "$WORK/g.safetensors" 4 || fail plant
+    run_capture "$ORACLE" compare "$WORK/g.safetensors" "$WORK/w.safetensors" --json
+    [ "$RC" -eq 0 ] || fail "tie: exit $RC $(cat "$WORK/out")"
+    jq -e '.summary.first_argmax_diff == 4 and .first_argmax.tie and .summary.ties == 1 and .summary.flips == 0' \
+      "$WORK/out" >/dev/null || fail "tie: $(jq -c .summary "$WORK/out")"
+    python3 "$HERE/plant.py" swap "$WORK/l.safetensors" "$WORK/s.safetensors" 4 || fail plant
+    run_capture "$ORACLE" compare "$WORK/s.safetensors" -m "$REF" --json
+    [ "$RC" -eq 1 ] || fail "swap: exit $RC"
+    jq -e '.summary.first_failure == 4 and (.first_argmax.tie | not) and .summary.flips == 1' "$WORK/out" >/dev/null ||
+      fail "swap: $(jq -c .summary "$WORK/out")"
+    ;;
+  compare_trace)  # trace vs reference: bit-identical; a change in blk.1.ffn_up at pos 3 is named with its layer
+    dump
+    run_capture "$ORACLE" compare --trace "$WORK/t.safetensors" -m "$REF" --json
+    [ "$RC" -eq 0 ] && jq -e '.bit_exact and .tensors_compared > 900' "$WORK/out" >/dev/null || fail "self: $RC $(cat "$WORK/out")"
+    python3 "$HERE/plant.py" trace "$WORK/t.safetensors" "$WORK/t2.safetensors" blk.1.ffn_up 3 || fail plant
+    run_capture "$ORACLE" compare --trace "$WORK/t2.safetensors" "$WORK/t.safetensors" --json
+    [ "$RC" -eq 1 ] || fail "planted: exit $RC"
+    jq -e '.first_divergent.op == "blk.1.ffn_up" and .first_divergent.layer == 1 and .first_divergent.pos == 3 and
+           .first_divergent.element == 2' "$WORK/out" >/dev/null || fail "planted: $(cat "$WORK/out")"
+    ;;
+  kld_write)  # our base file: llama.cpp's header and token list byte for byte, same size (same record layout)
+    run_capture "$ORACLE" certify --write-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" \
+      --protocol llamacpp --ctx 128 --threads 2
+    [ "$RC" -eq 0 ] || fail "exit $RC $(cat "$WORK/err")"
+    [ "$(stat -c %s "$WORK/ours.kld")" -eq "$(stat -c %s "$BASE")" ] || fail "size differs"
+    cmp -n $((20 + 109 * 128 * 4)) "$WORK/ours.kld" "$BASE" || fail "header or token list differ"
+    ;;
+  kld_reference)  # Q4_0 scored against llama.cpp's base: llama.cpp's printed statistics within 2 of its standard errors
+    need_fixture "$PRINTOUT"
+    run_capture "$ORACLE" certify --reference-kld-base "$BASE" --candidate "$G/llama2xs-q4_0.gguf" --protocol llamacpp \
+      --threads 2 --no-progress --out "$WORK/cert"
+    [ "$RC" -eq 0 ] || fail "exit $RC $(cat "$WORK/err")"
+    C="$WORK/cert/certificate.json"
+    within "mean KLD" "$(jq .statistics.kld.mean "$C")" "$(printed 'Mean    KLD')" "$(printed_unc 'Mean    KLD')"
+    within "PPL(Q)" "$(jq .statistics.perplexity.candidate.mean "$C")" "$(printed 'Mean PPL(Q) ')" "$(printed_unc 'Mean PPL(Q) ')"
+    within "PPL ratio" "$(jq .statistics.perplexity.ratio.mean "$C")" "$(printed 'Mean PPL(Q)/PPL(base)')" \
+      "$(printed_unc 'Mean PPL(Q)/PPL(base)')"
+    within "same top %" "$(jq '100 * .statistics.same_top.mean' "$C")" "$(printed 'Same top p')" "$(printed_unc 'Same top p')"
+    within "RMS dp %" "$(jq '100 * .statistics.delta_p_next.rms.mean' "$C")" "$(printed 'RMS Δp')" "$(printed_unc 'RMS Δp')"
+    # PPL(base) comes from the file's records alone: llama.cpp's value to all printed digits
+    awk -v o="$(jq .statistics.perplexity.reference.mean "$C")" -v t="$(printed 'Mean PPL(base)')" \
+      'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 5e-7) }' || fail "PPL(base) $(jq .statistics.perplexity.reference.mean "$C")"
+    ;;
+  kld_candidate)  # our own base as the candidate against the reference: only the format's quantization remains
+    "$ORACLE" certify --write-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" --protocol llamacpp \
+      --max-chunks 8 >/dev/null || fail write
+    run_capture "$ORACLE" certify --candidate-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" \
+      --protocol llamacpp --max-chunks 8 --no-progress --out "$WORK/cert"
+    [ "$RC" -eq 0 ] || fail "exit $RC $(cat "$WORK/out" "$WORK/err")"
+    # uint16 levels of at most 16/65535 nats: KL of the rounding ~ Var(err)/2 <= (2.4e-4)^2/24 per token, << 1e-7
+    jq -e '.statistics.kld.mean < 1e-7 and .statistics.same_top.mean == 1' "$WORK/cert/certificate.json" >/dev/null ||
+      fail "$(jq -c '.statistics.kld.mean, .statistics.same_top' "$WORK/cert/certificate.json")"
+    run_capture "$ORACLE" certify --candidate-kld-base "$WORK/ours.kld" --reference "$REF" --protocol llamacpp --ctx 64
+    [ "$RC" -eq 2 ] && grep -q n_ctx "$WORK/err" || fail "--ctx 64: exit $RC $(cat "$WORK/err")"
+    ;;
+  reference_cache)  # written once, reused for a second candidate; the same certificate as scoring against the file
+    args=(--reference "$REF" --corpus "$CORPUS" --protocol llamacpp --greedy-prompts 2 --no-progress)
+    run_capture "$ORACLE" certify "${args[@]}" --max-chunks 6 --candidate "$G/llama2xs-q8_0.gguf" --reference-cache "$WORK/c.kld" --out "$WORK/a"
+    [ "$RC" -eq 0 ] && grep -q "wrote reference cache" "$WORK/out" || fail "first: $RC $(cat "$WORK/out" "$WORK/err")"
+    run_capture "$ORACLE" certify "${args[@]}" --max-chunks 6 --candidate "$G/llama2xs-q4_0.gguf" --reference-cache "$WORK/c.kld" --out "$WORK/b"
+    [ "$RC" -eq 0 ] && grep -q "reused reference cache" "$WORK/out" || fail "second: $RC $(cat "$WORK/out" "$WORK/err")"
+    "$ORACLE" certify --reference-kld-base "$WORK/c.kld" --candidate "$G/llama2xs-q4_0.gguf" --protocol llamacpp \
+      --no-progress --out "$WORK/c" >/dev/null || fail "reference-kld-base"
+    [ "$(jq -c .statistics "$WORK/b/certificate.json")" = "$(jq -c .statistics "$WORK/c/certificate.json")" ] ||
+      fail "cache certificate differs from scoring against the file"
+    jq -e '.greedy.prompts == 2' "$WORK/b/certificate.json" >/dev/null || fail "greedy not computed with the cache"
+    run_capture "$ORACLE" certify "${args[@]}" --max-chunks 5 --candidate "$G/llama2xs-q4_0.gguf" --reference-cache "$WORK/c.kld"
+    [ "$RC" -eq 2 ] && grep -q "n_chunk" "$WORK/err" || fail "stale cache: exit $RC $(cat "$WORK/err")"
+    run_capture "$ORACLE" certify --reference "$G/stories260K.gguf" --corpus "$CORPUS" --protocol llamacpp --max-chunks 6 \
+      --candidate "$G/stories260K.gguf" --reference-cache "$WORK/c.kld"
+    [ "$RC" -eq 2 ] || fail "cache of another model accepted: exit $RC"
+    ;;
+  peer_perplexity)  # llama-perplexity accepts our file (needs the peer; skipped with exit 77 otherwise)
+    P=$(peer_bin || true)
+    if [ -z "$P" ]; then echo "SKIP: no llama-perplexity (set ORACLE_PEER_BIN or PEER_DIR; scripts/build_peer.sh)"; exit 77; fi
+    "$ORACLE" certify --write-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" --protocol llamacpp \
+      >/dev/null || fail write
+    "$P" -m "$REF" -c 128 -b 128 -t 2 --kl-divergence-base "$WORK/ours.kld" --kl-divergence >"$WORK/ppl.txt" 2>&1 ||
+      fail "llama-perplexity rejected our file: $(tail -5 "$WORK/ppl.txt")"
+    grep -q "Mean    KLD" "$WORK/ppl.txt" || fail "no statistics: $(tail -5 "$WORK/ppl.txt")"
+    "$ORACLE" certify --reference-kld-base "$WORK/ours.kld" --candidate "$REF" --protocol llamacpp --no-progress \
+      --out "$WORK/c" >/dev/null || fail certify
+    ours=$(jq .statistics.perplexity.reference.mean "$WORK/c/certificate.json")
+    theirs=$(grep -F "Mean PPL(base)" "$WORK/ppl.txt" | sed 's/.*: *//' | awk '{print $1}')
+    awk -v o="$ours" -v t="$theirs" 'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 5e-7) }' ||
+      fail "llama.cpp read PPL(base) $theirs from our file, we read $ours"
+    ;;
+  replay_llamacpp)  # repeat_penalty 1.5 greedy run: PLAUSIBLE; the same tokens claimed without penalty: DIVERGED at
+                    # the first token that is not the raw argmax; dry on / unknown field: ERROR naming it
+    F="$HERE/data/llamacpp_server.jsonl"
+    first=$(sed -n 2p "$F" | jq '[.response.completion_probabilities | to_entries[] | select(.value.id != .value.top_logprobs[0].id) | .key][0]')
+    run_capture "$ORACLE" replay "$F" -m "$REF" --json "$WORK/r.json"
+    [ "$RC" -eq 1 ] || fail "exit $RC"
+    jq -e --argjson k "$first" '.summary.records == 4 and .records[0].status == "PLAUSIBLE" and
+           .records[0].mode == "llamacpp-server" and .records[1].status == "DIVERGED" and .records[1].diverged_at == $k and
+           .records[1].findings[0].verdict == "impossible" and .records[2].status == "ERROR" and
+           (.records[2].error | test("generation_settings.dry_multiplier")) and .records[3].status == "ERROR" and
+           (.records[3].error | test("smoothing_factor"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+    grep -q "DIVERGED at token $first: .* impossible" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
+    ;;
+  replay_openai)  # n = 2 choices PLAUSIBLE; a top_logprobs entry off by 0.05 nats: DIVERGED there; chat without ids: ERROR
+    run_capture "$ORACLE" replay "$HERE/data/openai.jsonl" -m "$REF" --json "$WORK/r.json"
+    [ "$RC" -eq 1 ] || fail "exit $RC"
+    jq -e '.records[0].status == "PLAUSIBLE" and .records[0].n_choices == 2 and .records[0].n_tokens == 32 and
+           .records[1].status == "DIVERGED" and ([.records[1].findings[] | select(.verdict == "logprob_mismatch")][0] |
+           .choice == 1 and .index == 4 and .reason == "top_logprobs") and .records[2].status == "ERROR" and
+           (.records[2].error | test("request.messages"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+    grep -q "DIVERGED at choice 1 token 4: .*logprob_mismatch \[top_logprobs\]" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
+    ;;
+  replay_vllm)  # token_id:N tokens, prompt ids, repetition_penalty: PLAUSIBLE (completions and chat); frequency_penalty: ERROR
+    run_capture "$ORACLE" replay "$HERE/data/vllm.jsonl" -m "$REF" --json "$WORK/r.json"
+    [ "$RC" -eq 1 ] || fail "exit $RC"
+    jq -e '.records[0].status == "PLAUSIBLE" and .records[0].mode == "vllm-completions" and
+           .records[1].status == "PLAUSIBLE" and .records[1].mode == "vllm-chat" and .records[2].status == "ERROR" and
+           (.records[2].error | test("request.frequency_penalty"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+    ;;
+  replay_mixed)  # three checkpoints in one log, one unknown model: records in == records reported
+    run_capture "$ORACLE" replay "$HERE/data/mixed_models.jsonl" --models "$G" --jobs 2 --json "$WORK/r.json"
+    [ "$RC" -eq 1 ] || fail "exit $RC $(cat "$WORK/err")"
+    jq -e '.summary.records == 4 and .summary.plausible == 3 and .summary.unknown_model == 1 and
+           (.records[0].model | endswith("llama2xs.gguf")) and (.records[1].model | endswith("llama2xs-q8_0.gguf")) and
+           (.records[2].model | endswith("stories260K.gguf")) and (.records[3].error | test("gpt-4o-mini"))' \
+      "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+    grep -q "records: 4 in, 4 reported" "$WORK/out" || fail "$(cat "$WORK/out")"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo "ok: $CASE"

@@ -1,0 +1,141 @@
+// oracle compare's logits comparison on real llama2xs logits: a dump against
+// itself is zero everywhere; a planted one-ULP change is found at exactly its
+// step; an argmax swap at a near-tie is a tie (pass), a swap with a real
+// margin is a flip (fail); safetensors/npy readers round-trip.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "audit/compare.h"
+#include "audit/dumps.h"
+#include "audit/npy.h"
+#include "fixture.h"
+#include "reference/model/model.h"
+#include "numerics/numerics.h"
+#include "reference/tokenizer/tokenizer.h"
+
+using namespace oracle;
+
+namespace {
+
+struct Rows {
+  std::vector<float> logits;  // (steps, vocab)
+  std::vector<int> prompt, tokens;
+  int vocab = 0;
+};
+
+const Rows& rows() {
+  static const Rows r = [] {
+    Rows x;
+    const Model m = load_model(test::fixture("gguf/llama2xs.gguf"));
+    Tokenizer tok(m.vocab);
+    x.prompt = tok.encode("Once upon a time", true);
+    x.vocab = m.config.vocab_size;
+    std::vector<int> ids;  // greedy ids (each step's row only depends on the ids before it)
+    for (int s = 0; s < 16; s++) {
+      ids.push_back(0);
+      const std::vector<float> l = teacher_forced_logits(m, x.prompt, ids);
+      ids.back() = num::argmax_lowest(&l[(size_t)s * x.vocab], x.vocab);
+    }
+    x.tokens = ids;
+    x.logits = teacher_forced_logits(m, x.prompt, ids);
+    return x;
+  }();
+  return r;
+}
+
+int second_best(const float* x, int n, int best) {
+  int s = best == 0 ? 1 : 0;
+  for (int k = 0; k < n; k++)
+    if (k != best && x[k] > x[s]) s = k;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a dump compared with itself: zero difference, pass") {
+  const Rows& r = rows();
+  const LogitsComparison c = compare_logit_rows(r.logits, r.logits, 16, r.vocab, r.tokens, {});
+  CHECK(c.pass);
+  CHECK(c.first_bit_diff == -1);
+  CHECK(c.first_argmax_diff == -1);
+  CHECK(c.kld_max == 0.0);
+  CHECK(c.max_abs == 0.0);
+  CHECK(c.max_ulp == 0);
+  CHECK(c.top1_agree == 16);
+}
+
+TEST_CASE("a planted one-ULP change is found at exactly its step") {
+  const Rows& r = rows();
+  for (int step : {0, 7, 15}) {
+    std::vector<float> got = r.logits;
+    float& x = got[(size_t)step * r.vocab + 123];
+    x = std::nextafter(x, INFINITY);
+    const LogitsComparison c = compare_logit_rows(r.logits, got, 16, r.vocab, r.tokens, {});
+    CHECK(c.first_bit_diff == step);
+    CHECK(c.max_ulp == 1);
+    CHECK(c.per_step[step].stats.first_diff == 123);
+    CHECK(c.pass);  // one ULP is far inside every threshold
+  }
+}
+
+TEST_CASE("an argmax swap at a near-tie is a tie; with a real margin it is a failure") {
+  const Rows& r = rows();
+  const int step = 5, v = r.vocab;
+  std::vector<float> want = r.logits;
+  float* w = &want[(size_t)step * v];
+  const int a = num::argmax_lowest(w, v), b = second_best(w, v, a);
+  w[b] = w[a] - 1e-5f;  // the reference itself is at a near-tie
+  std::vector<float> got = want;
+  std::swap(got[(size_t)step * v + a], got[(size_t)step * v + b]);
+  LogitsComparison c = compare_logit_rows(want, got, 16, v, r.tokens, {});
+  CHECK(c.first_argmax_diff == step);
+  CHECK(c.per_step[step].tie);
+  CHECK(c.ties == 1);
+  CHECK(c.flips == 0);
+  CHECK(c.per_step[step].margin <= c.per_step[step].tie_bound);
+  CHECK(c.pass);
+  // the real rows: the margin at step 5 is far beyond 2·1e-4·max|logit|
+  std::vector<float> swapped = r.logits;
+  const float* x = &r.logits[(size_t)step * v];
+  const int a2 = num::argmax_lowest(x, v), b2 = second_best(x, v, a2);
+  REQUIRE(x[a2] - x[b2] > 0.01f);
+  std::swap(swapped[(size_t)step * v + a2], swapped[(size_t)step * v + b2]);
+  c = compare_logit_rows(r.logits, swapped, 16, v, r.tokens, {});
+  CHECK(c.first_argmax_diff == step);
+  CHECK_FALSE(c.per_step[step].tie);
+  CHECK(c.flips == 1);
+  CHECK_FALSE(c.pass);
+  CHECK(c.first_failure == step);
+}
+
+TEST_CASE("logits dumps round-trip through safetensors, and .npy logits are read") {
+  const Rows& r = rows();
+  const std::string p = (std::filesystem::temp_directory_path() / "oracle_compare_test.safetensors").string();
+  write_safetensors(p, logits_dump({"m", "00", "11", "{}", "test", r.prompt}, r.tokens, r.logits, r.vocab));
+  const LogitsInput in = read_logits_input(p);
+  CHECK(in.steps == 16);
+  CHECK(in.vocab == r.vocab);
+  CHECK(in.token_ids == r.tokens);
+  CHECK(in.prompt_ids == r.prompt);
+  CHECK(std::memcmp(in.logits.data(), r.logits.data(), r.logits.size() * 4) == 0);
+  CHECK(in.metadata.at("format") == "oracle-logits");
+  std::filesystem::remove(p);
+  // .npy version 1.0, <f4, shape (2, 3)
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append(128 - 10 - header.size() - 1, ' ');  // data 64-byte aligned
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += (char)header.size();
+  npy += '\0';
+  npy += header;
+  const float vals[6] = {1, 2, 3, 4, 5, -6.5f};
+  npy.append((const char*)vals, sizeof vals);
+  const NpyArray a = parse_npy(npy, "x.npy");
+  CHECK(a.shape == std::vector<int64_t>{2, 3});
+  CHECK(a.values[5] == -6.5);
+  CHECK_THROWS(parse_npy(npy.substr(0, npy.size() - 1), "x.npy"));
+}

@@ -244,7 +244,9 @@ void check_identity(const LogRecord& rec, const ReplayModel& rm) {
   require_input(id.context == rm.model.config.seq_len, "record", "model.context",
                 "logged " + std::to_string(id.context) + " but the replay model has " +
                     std::to_string(rm.model.config.seq_len));
-  require_input(rm.tokenizer.encode(rec.prompt, rec.add_bos) == rec.prompt_ids, "record", "prompt_ids",
+  require_input(rm.tokenizer.encode(rec.prompt, EncodeOptions{rec.add_bos, rec.add_eos, rec.parse_special}) ==
+                    rec.prompt_ids,
+                "record", "prompt_ids",
                 "not the tokenization of the logged prompt");
 }
 

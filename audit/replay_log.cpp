@@ -27,6 +27,8 @@ LogRecord make_log_record(const std::string& tool_version, const ModelIdentity& 
   rec.prompt = prompt;
   rec.prompt_ids = r.prompt_ids;
   rec.add_bos = o.add_bos;
+  rec.add_eos = o.add_eos;
+  rec.parse_special = o.parse_special;
   rec.sampler = r.sampler;
   if (rec.sampler.order.empty()) rec.sampler.order = preset_order(rec.sampler.preset);
   rec.seq_id = r.seq_id;
@@ -49,6 +51,8 @@ GenerateOptions generate_options(const LogRecord& rec) {
   o.stop_token_ids = rec.stop.stop_token_ids;
   o.stop_on_eos = rec.stop.stop_on_eos;
   o.add_bos = rec.add_bos;
+  o.add_eos = rec.add_eos;
+  o.parse_special = rec.parse_special;
   o.logprobs_top_n = rec.logprobs_top_n;
   return o;
 }
@@ -58,7 +62,7 @@ GenerateOptions generate_options(const LogRecord& rec) {
 // ============================================================================
 json record_to_json(const LogRecord& r) {
   const ModelIdentity& id = r.identity;
-  return json{{"schema", kReplayLogSchema},
+  json out{{"schema", kReplayLogSchema},
               {"version", r.version},
               {"tool_version", r.tool_version},
               {"model", {{"path", id.model}, {"sha256", id.model_sha256}, {"context", id.context}}},
@@ -79,6 +83,9 @@ json record_to_json(const LogRecord& r) {
               {"finish_reason", r.finish_reason},
               {"stop_detail", r.stop_detail},
               {"steps", r.steps}};
+  if (r.add_eos) out["add_eos"] = true;  // optional: records without them stay as they were
+  if (r.parse_special) out["parse_special"] = true;
+  return out;
 }
 
 std::string record_to_line(const LogRecord& r) {
@@ -242,11 +249,12 @@ static void read_header(const json& j, const std::string& where, LogRecord& r) {
   require_input(r.version == kReplayLogVersion, where, "version",
                 "unsupported version " + std::to_string(r.version) + " (this tool reads version " +
                     std::to_string(kReplayLogVersion) + ")");
-  expect_keys(j,
-              {"schema", "version", "tool_version", "model", "tokenizer", "prompt", "prompt_ids", "add_bos",
-               "sampler", "seq_id", "stop", "logprobs_top_n", "output_ids", "text", "finish_reason",
-               "stop_detail", "steps"},
-              where, "");
+  std::vector<std::string> keys = {"schema", "version", "tool_version", "model", "tokenizer", "prompt",
+                                   "prompt_ids", "add_bos", "sampler", "seq_id", "stop", "logprobs_top_n",
+                                   "output_ids", "text", "finish_reason", "stop_detail", "steps"};
+  for (const char* optional : {"add_eos", "parse_special"})
+    if (j.contains(optional)) keys.push_back(optional);
+  expect_keys(j, keys, where, "");
   r.tool_version = get_string(j.at("tool_version"), where, "tool_version");
 }
 
@@ -302,6 +310,8 @@ LogRecord record_from_json(const json& j, const std::string& where) {
   r.prompt = get_string(j.at("prompt"), where, "prompt");
   r.prompt_ids = get_ids(j.at("prompt_ids"), where, "prompt_ids");
   r.add_bos = get_bool(j.at("add_bos"), where, "add_bos");
+  r.add_eos = j.contains("add_eos") && get_bool(j.at("add_eos"), where, "add_eos");
+  r.parse_special = j.contains("parse_special") && get_bool(j.at("parse_special"), where, "parse_special");
   r.sampler = read_sampler(j.at("sampler"), where);
   r.seq_id = int_from_json<uint32_t>(j.at("seq_id"), where, "seq_id");
   r.stop = read_stop(j.at("stop"), where);

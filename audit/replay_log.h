@@ -47,6 +47,8 @@ struct LogRecord {
   std::string prompt;
   std::vector<int> prompt_ids;  // (n_prompt) with BOS when add_bos
   bool add_bos = true;
+  bool add_eos = false;        // written only when true (older records lack it)
+  bool parse_special = false;  // written only when true
   SamplerConfig sampler;        // complete: preset, explicit order, seed
   uint32_t seq_id = 0;
   StopConfig stop;

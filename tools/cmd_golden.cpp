@@ -30,6 +30,7 @@
 #include "reference/base/escape.h"
 #include "reference/base/file_io.h"
 #include "reference/base/json_util.h"
+#include "reference/tokenizer/chat_template.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -45,6 +46,7 @@ struct GoldenModel {
   const char* id;
   const char* model;      // relative to the shared fixtures folder
   const char* tokenizer;  // "" = the GGUF's embedded vocabulary
+  bool instruct = false;  // the instruct set (plain + chat prompts, vocabulary's BOS rule) instead of the 16
 };
 
 static const GoldenModel kModels[] = {
@@ -57,6 +59,7 @@ static const GoldenModel kModels[] = {
     {"llama2xs.gguf", "models/gguf/llama2xs.gguf", ""},
     {"llama2xs-q8_0.gguf", "models/gguf/llama2xs-q8_0.gguf", ""},
     {"llama2xs-q4_0.gguf", "models/gguf/llama2xs-q4_0.gguf", ""},
+    {"smollm2", "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "", true},
 };
 
 // Greedy, and seeded sampling with several processor mixes.
@@ -111,7 +114,14 @@ static std::string run_command(const json& r, const std::string& prefix) {
   std::string cmd = "oracle run --model " + shell_word(prefix + r["model"].get<std::string>());
   if (!r["tokenizer"].get<std::string>().empty())
     cmd += " --tokenizer " + shell_word(prefix + r["tokenizer"].get<std::string>());
-  cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
+  const bool simple_chat = r.contains("messages") && r["messages"].back()["role"] == "user" &&
+                           (r["messages"].size() == 1 || (r["messages"].size() == 2 && r["messages"][0]["role"] == "system"));
+  if (simple_chat) {  // --system/--chat: rebuilt from the messages with the model's template
+    for (const json& m : r["messages"])
+      cmd += (m["role"] == "system" ? " --system " : " --chat ") + shell_quote(m["content"].get<std::string>());
+  } else {
+    cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
+  }
   cmd += " --max-tokens " + std::to_string(r["max_tokens"].get<int>()) + " --preset " + s.preset;
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -132,6 +142,8 @@ static GenerateOptions options_of(const json& r, int threads, int prefill_chunk)
   o.threads = threads;
   o.prefill_chunk = prefill_chunk;
   o.logprobs_top_n = 0;
+  o.add_bos = r.value("add_bos", true);  // older records: always BOS, plain text
+  o.parse_special = r.value("parse_special", false);
   return o;
 }
 
@@ -140,7 +152,22 @@ static GenerateOptions options_of(const json& r, int threads, int prefill_chunk)
 struct GoldenTarget {
   std::string id, model, tokenizer;  // tokenizer "" = the model's own
   bool transcript_base = false;      // "model_base": "transcript"
+  const GoldenModel* fixture = nullptr;  // the fixture entry (instruct set), if any
 };
+
+// Chat records: the prompt must still be what the model's template renders.
+static std::string chat_mismatch(const json& r, const LoadedModel& lm) {
+  if (!r.contains("messages")) return "";
+  std::vector<ChatMessage> messages;
+  for (const json& m : r["messages"]) messages.push_back({m["role"], m["content"]});
+  const Vocab& v = lm.tokenizer.vocab();
+  const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, "");
+  if (chat_format_name(t.format) != r["chat_format"]) return "chat format differs: " + chat_format_name(t.format);
+  if (render_chat(t, messages, true) != r["prompt"]) return "rendered chat prompt differs";
+  return "";
+}
+
+static json finish_record(json r, const LoadedModel& lm);
 
 static json make_record(const std::string& id, const GoldenTarget& gm, const LoadedModel& lm,
                         const std::string& prompt, int max_tokens, const SamplerConfig& s,
@@ -149,7 +176,11 @@ static json make_record(const std::string& id, const GoldenTarget& gm, const Loa
             {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
             {"prompt", prompt}, {"max_tokens", max_tokens}, {"sampler", s}, {"stop_strings", stops}};
   if (gm.transcript_base) r["model_base"] = "transcript";
-  const GenerationResult g = generate(lm.model, lm.tokenizer, prompt, options_of(r, 1, 0));
+  return finish_record(r, lm);
+}
+
+static json finish_record(json r, const LoadedModel& lm) {
+  const GenerationResult g = generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, 1, 0));
   r["prompt_ids"] = g.prompt_ids;
   r["output_ids"] = g.output_ids;
   r["text"] = g.text;
@@ -187,6 +218,59 @@ static LoadedModel load(const fs::path& base, const std::string& model, const st
   return load_model_and_tokenizer(a);
 }
 
+// Temp file + rename: a reader never sees a half-written transcript.
+static void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    require_input(f.good(), tmp, "write", "cannot write the file");
+  }
+  fs::rename(tmp, path);
+}
+
+// ---- the instruct set (SmolLM2) -------------------------------------------------------
+struct InstructPrompt {
+  const char* name;
+  std::vector<ChatMessage> chat;  // empty: `plain` as it is
+  const char* plain;
+  int sampler;                    // index into golden_samplers()
+  int max_tokens;
+};
+
+// A plain prompt and chat prompts rendered with the model's own template,
+// tokenized as the vocabulary says (BOS only with add_bos_token) with special
+// tokens parsed, as `oracle run` does.
+static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedModel& lm) {
+  const auto samplers = golden_samplers();
+  const Vocab& v = lm.tokenizer.vocab();
+  const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, "");
+  const std::vector<InstructPrompt> prompts = {
+      {"plain", {}, "The capital of France is", 0, 16},
+      {"chat", {{"user", "What is the capital of France?"}}, "", 0, 24},
+      {"chat-system", {{"system", "You are a concise assistant."}, {"user", "Name three colours."}}, "", 1, 24},
+      {"chat-turns", {{"user", "Hi!"}, {"assistant", "Hello! How can I help?"}, {"user", "Tell me a joke about cats."}},
+       "", 3, 24},
+  };
+  std::vector<json> out;
+  for (const InstructPrompt& p : prompts) {
+    const auto& [sname, s] = samplers.at(p.sampler);
+    json r = {{"id", std::string(gm.id) + "/" + sname + "/" + p.name}, {"model", gm.model},
+              {"model_sha256", lm.model.sha256}, {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
+              {"prompt", p.plain}, {"max_tokens", p.max_tokens}, {"sampler", s},
+              {"stop_strings", std::vector<std::string>{}}, {"add_bos", v.add_bos}, {"parse_special", true}};
+    if (!p.chat.empty()) {
+      json messages = json::array();
+      for (const ChatMessage& m : p.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
+      r["messages"] = messages;
+      r["chat_format"] = chat_format_name(t.format);
+      r["prompt"] = render_chat(t, p.chat, true);
+    }
+    out.push_back(finish_record(r, lm));
+  }
+  return out;
+}
+
 // ---- update -------------------------------------------------------------------------
 struct UpdateOptions {
   std::string dir, shared, model, tokenizer, id;  // model "": every fixture model
@@ -196,7 +280,7 @@ struct UpdateOptions {
 static std::vector<GoldenTarget> update_targets(const UpdateOptions& o) {
   std::vector<GoldenTarget> out;
   if (o.model.empty()) {
-    for (const GoldenModel& gm : kModels) out.push_back({gm.id, gm.model, gm.tokenizer, false});
+    for (const GoldenModel& gm : kModels) out.push_back({gm.id, gm.model, gm.tokenizer, false, &gm});
     return out;
   }
   require_input(fs::exists(o.model), o.model, "--model", "cannot open the model");
@@ -213,6 +297,15 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
                                           "Lily said: \xE2\x80\x9E\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9 "
                                           "\xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 caf\xC3\xA9!\xE2\x80\x9C"};
   const LoadedModel lm = load(base, gm.model, gm.tokenizer, 1);
+  if (gm.fixture && gm.fixture->instruct) {  // plain + chat prompts (instruct_records)
+    std::string text;
+    const std::vector<json> records = instruct_records(*gm.fixture, lm);
+    for (const json& r : records) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    write_file_atomic(out.string(), "DIR", text);
+    *done += 16;
+    progress.update(*done);
+    return (int)records.size();
+  }
   std::vector<std::pair<std::string, std::string>> prompts = {
       {"empty", fixed[0]}, {"once", fixed[1]}, {"unicode", fixed[2]}};
   const int near_limit = lm.model.config.seq_len - 8;
@@ -229,15 +322,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
       n++;
       progress.update(++*done);
     }
-  const fs::path tmp = out.string() + ".tmp";  // written whole, then renamed: never half a transcript
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    require_input(f.good(), tmp.string(), "DIR", "cannot write the transcript");
-    f << text;
-    f.close();
-    require_input(!f.fail(), tmp.string(), "DIR", "write failed (disk full?)");
-  }
-  fs::rename(tmp, out);
+  write_file_atomic(out.string(), "DIR", text);  // written whole, then renamed: never half a transcript
   return n;
 }
 
@@ -354,6 +439,7 @@ static std::string check_record(const json& r, const LoadedModel& lm, const Veri
   *skipped = false;
   if (lm.model.sha256 != r["model_sha256"]) return "model sha256 differs: " + lm.model.sha256;
   if (lm.tokenizer_sha256 != r["tokenizer_sha256"]) return "tokenizer sha256 differs: " + lm.tokenizer_sha256;
+  if (std::string chat = chat_mismatch(r, lm); !chat.empty()) return chat;
   if (const DevicePipeline* dev = require_backend(o.backend))  // greedy records only (tools/device_backend.h)
     return dev->golden_mismatch(r, lm.model, parse_mode(o.mode), skipped);
   return first_mismatch(r, generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, o.threads, o.prefill_chunk)));

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "audit/dumps.h"
+#include "audit/replay_log.h"
 #include "reference/base/errors.h"
 #include "reference/generate/generate.h"
 #include "audit/replay_log.h"
@@ -19,6 +21,7 @@
 #include "tools/sampler_args.h"
 #include "tools/spec_args.h"
 #include "tools/bench_support.h"
+#include "reference/tokenizer/chat_template.h"
 
 namespace oracle::tools {
 
@@ -38,6 +41,12 @@ struct RunOptions {
   std::string mode = "deterministic"; // device backends: deterministic or fast
   std::string kv = "contiguous";      // --kv contiguous|paged (changes no bit)
   std::vector<std::string> logit_bias;  // --logit-bias ID:BIAS (repeatable)
+  // Prompting (docs/cli.md#chat): chat messages rendered with the model's template.
+  std::string chat;                     // --chat MESSAGE: one user turn
+  std::string messages;                 // --messages FILE.json: OpenAI-style roles
+  std::string system;                   // --system TEXT: a system turn first
+  std::string chat_format;              // --chat-format NAME: overrides template detection
+  bool no_parse_special = false;        // --no-parse-special: control-token texts stay text
   std::string dump_logits, dump_trace;  // safetensors dumps (audit/dumps.h)
 };
 
@@ -53,6 +62,47 @@ static void write_dumps(const LoadedModel& lm, const RunOptions& o, const Genera
   if (!o.dump_logits.empty())
     write_safetensors(o.dump_logits, logits_dump(info, r.output_ids, logits, lm.model.config.vocab_size));
   if (!o.dump_trace.empty()) write_safetensors(o.dump_trace, trace_dump(info, r.output_ids, trace));
+}
+
+static std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  require_input(in.good(), path, "--messages", "cannot read the file");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --chat / --messages / --system -> the conversation, or empty for a plain --prompt.
+static std::vector<ChatMessage> chat_messages(const RunOptions& o) {
+  require_input(o.chat.empty() || o.messages.empty(), "--chat", "--messages", "give one of --chat and --messages");
+  std::vector<ChatMessage> m;
+  if (!o.system.empty()) m.push_back({"system", o.system});
+  if (!o.messages.empty()) {
+    std::vector<ChatMessage> file = parse_chat_messages(read_text_file(o.messages), o.messages);
+    m.insert(m.end(), file.begin(), file.end());
+  } else if (!o.chat.empty()) {
+    m.push_back({"user", o.chat});
+  }
+  bool chat = !o.chat.empty() || !o.messages.empty();
+  require_input(chat || (o.system.empty() && o.chat_format.empty()), "--system", "--chat",
+                "--system and --chat-format need --chat or --messages");
+  return chat ? m : std::vector<ChatMessage>{};
+}
+
+// The prompt text and how it is tokenized (BOS/EOS as the vocabulary says,
+// special tokens parsed unless --no-parse-special), with the chat format used.
+struct ResolvedPrompt {
+  std::string text;
+  std::string chat_format;  // empty: plain prompt
+};
+
+static ResolvedPrompt resolve_prompt(const LoadedModel& lm, RunOptions& o) {
+  const Vocab& v = lm.tokenizer.vocab();
+  o.gen.add_bos = v.add_bos;
+  o.gen.add_eos = v.add_eos;
+  o.gen.parse_special = !o.no_parse_special;
+  const std::vector<ChatMessage> messages = chat_messages(o);
+  if (messages.empty()) return {o.prompt, ""};
+  const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, o.chat_format);
+  return {render_chat(t, messages, true), chat_format_name(t.format)};
 }
 
 // "ID:BIAS" -> (id, bias); InputError naming --logit-bias otherwise.
@@ -115,8 +165,12 @@ static void print_timing(const GenerationResult& r) {
 
 // The prompt must leave room in the context: checked here (naming the model and
 // --context) before generate() would reject it.
+static EncodeOptions encode_options(const GenerateOptions& g) {
+  return EncodeOptions{g.add_bos, g.add_eos, g.parse_special};
+}
+
 static void check_prompt_fits(const LoadedModel& lm, const RunOptions& o) {
-  const std::vector<int> ids = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
+  const std::vector<int> ids = lm.tokenizer.encode(o.prompt, encode_options(o.gen));
   const int context = lm.model.config.seq_len;
   require_input((int)ids.size() < context, lm.model.path, "context_length",
                 "the prompt is " + std::to_string(ids.size()) + " tokens but the context holds " +
@@ -132,6 +186,9 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   j["tokenizer"] = lm.tokenizer_source;
   j["tokenizer_sha256"] = lm.tokenizer_sha256;
   j["prompt"] = o.prompt;
+  j["add_bos"] = o.gen.add_bos;
+  j["parse_special"] = o.gen.parse_special;
+  if (!o.chat_format.empty()) j["chat_format"] = o.chat_format;
   j["max_tokens"] = o.gen.max_tokens;
   j["context"] = lm.model.config.seq_len;
   if (lm.model.config.context_extended)  // only present when the user asked for it
@@ -155,9 +212,10 @@ static int run_on_device(const DevicePipeline& dev, const LoadedModel& lm, const
                     !speculative_enabled(o.spec),
                 o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
                 "penalties, --logit-bias, --ban, --stop, --log or speculative options)");
-  const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, o.gen.add_bos);
+  const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, encode_options(o.gen));
   std::vector<int> stops;
-  if (!o.ignore_eos) stops = {lm.tokenizer.eos_id(), lm.tokenizer.bos_id()};
+  if (!o.ignore_eos) stops = lm.tokenizer.eog_ids();
+  if (!o.ignore_eos && lm.model.config.stop_on_bos) stops.push_back(lm.tokenizer.bos_id());
   const std::vector<int> out = dev.greedy(lm.model, prompt, o.gen.max_tokens, stops, parse_mode(o.mode));
   std::vector<int> shown = out;
   if (!shown.empty() && std::find(stops.begin(), stops.end(), shown.back()) != stops.end()) shown.pop_back();
@@ -185,6 +243,9 @@ int run_run(RunOptions o) {
   parse_mode(o.mode);                                 // --mode bogus is refused for every backend
   if (!o.log.empty()) check_output_path(o.log, "--log");  // before generating, not after
   const LoadedModel lm = load_model_and_tokenizer(o.model);
+  const ResolvedPrompt resolved = resolve_prompt(lm, o);
+  o.prompt = resolved.text;
+  o.chat_format = resolved.chat_format;
   check_prompt_fits(lm, o);
   if (const DevicePipeline* dev = require_backend(o.backend)) return run_on_device(*dev, lm, o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
@@ -254,6 +315,12 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--dump-logits", opts->dump_logits, "Write every step's float32 logits (safetensors)");
   sub->add_option("--dump-trace", opts->dump_trace, "Write every traced tensor, per position (safetensors)");
   add_speculative_options(sub, opts->spec);
+  // Prompting: chat templates and special tokens (docs/cli.md#chat).
+  sub->add_option("--chat", opts->chat, "One user message, rendered with the model's chat template");
+  sub->add_option("--messages", opts->messages, "JSON file of OpenAI-style {role, content} messages");
+  sub->add_option("--system", opts->system, "System message before --chat/--messages");
+  sub->add_option("--chat-format", opts->chat_format, "Chat format when the template is not recognised (chatml, llama2, llama3, ...)");
+  sub->add_flag("--no-parse-special", opts->no_parse_special, "Special-token texts in the prompt stay plain text");
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.

@@ -41,7 +41,7 @@ std::vector<int> encode_prompt(const Model& model, const Tokenizer& tok, const s
     require_input(id >= 0 && id < model.config.vocab_size, "options", "stop_token_ids",
                   "token id " + std::to_string(id) + " outside the vocabulary [0, " +
                       std::to_string(model.config.vocab_size) + ")");
-  std::vector<int> ids = tok.encode(prompt, o.add_bos);
+  std::vector<int> ids = tok.encode(prompt, EncodeOptions{o.add_bos, o.add_eos, o.parse_special});
   require_input(!ids.empty(), "<text>", "prompt", "empty prompt and no BOS");
   require_input((int)ids.size() < model.config.seq_len, "<text>", "prompt",
                 "prompt of " + std::to_string(ids.size()) + " tokens does not fit the context length " +

@@ -29,6 +29,8 @@ struct GenerateOptions {
   std::vector<int> stop_token_ids;         // in addition to EOS (and BOS if Config::stop_on_bos)
   bool stop_on_eos = true;
   bool add_bos = true;
+  bool add_eos = false;                    // append EOS to the prompt (the vocabulary's add_eos_token)
+  bool parse_special = false;              // control tokens written in the prompt become their ids
   int threads = 1;                         // forward pass threads: changes no bit
   int prefill_chunk = 0;                   // > 0: prefill in chunks of this many tokens (changes no bit)
   int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)

@@ -1,5 +1,6 @@
 #include "reference/generate/stop.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "reference/base/errors.h"
@@ -97,7 +98,7 @@ const char* finish_reason_name(FinishReason reason) {
 
 // ---- TextStream ----------------------------------------------------------------------------
 TextStream::TextStream(Tokenizer tokenizer, StopConditions conditions, int prev)
-    : eos_id_(tokenizer.eos_id()),
+    : eog_ids_(tokenizer.eog_ids()),
       conditions_(std::move(conditions)),
       detok_(std::move(tokenizer), prev),
       matcher_(conditions_.stop_strings) {}
@@ -122,7 +123,8 @@ StreamStep TextStream::flush(std::string text, FinishReason reason) {
 StreamStep TextStream::push(int token) {
   if (done_) throw std::logic_error("TextStream::push after the stream finished");
   n_tokens_++;
-  if (conditions_.stop_on_eos && token == eos_id_) return flush("", FinishReason::Eos);
+  if (conditions_.stop_on_eos && std::binary_search(eog_ids_.begin(), eog_ids_.end(), token))
+    return flush("", FinishReason::Eos);
   if (is_stop_token(token)) return flush("", FinishReason::StopToken);
   StreamStep step;
   step.text = matcher_.push(detok_.push(token));

@@ -49,7 +49,7 @@ enum class FinishReason { None, Eos, StopToken, StopString, Length };
 const char* finish_reason_name(FinishReason reason);
 
 struct StopConditions {
-  bool stop_on_eos = true;
+  bool stop_on_eos = true;                // every end-of-generation id (Tokenizer::eog_ids: EOS, EOT, EOM)
   std::vector<int> stop_token_ids;        // e.g. BOS for llama2.c models (Config::stop_on_bos)
   std::vector<std::string> stop_strings;
   int max_tokens = 0;                     // generated tokens; 0 = no limit
@@ -78,7 +78,7 @@ class TextStream {
   bool is_stop_token(int token) const;
   StreamStep flush(std::string text, FinishReason reason);
 
-  int eos_id_;
+  std::vector<int> eog_ids_;  // sorted (Tokenizer::eog_ids)
   StopConditions conditions_;
   StreamingDetokenizer detok_;
   StopMatcher matcher_;

@@ -62,9 +62,16 @@ Vocab vocab_from_gguf(const GgufFile& g) {
   v.bos_id = read_token_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n);
   v.eos_id = read_token_id(g, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n);
   v.unk_id = read_token_id(g, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n);
+  v.add_bos_explicit = g.has("tokenizer.ggml.add_bos_token");
   v.add_bos = g.get_bool("tokenizer.ggml.add_bos_token", spm);
+  v.add_eos = g.get_bool("tokenizer.ggml.add_eos_token", false);
   v.add_space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix", spm);
+  v.remove_extra_whitespaces = g.get_bool("tokenizer.ggml.remove_extra_whitespaces", false);
+  v.eot_id = read_token_id(g, "tokenizer.ggml.eot_token_id", -1, n);
+  v.eom_id = read_token_id(g, "tokenizer.ggml.eom_token_id", -1, n);
   v.pre = g.get_string("tokenizer.ggml.pre", "");
+  v.chat_template = g.get_string("tokenizer.chat_template", "");
+  v.name = g.get_string("general.name", "");
   for (const std::string& t : v.tokens)
     v.max_token_length = std::max(v.max_token_length, static_cast<int>(t.size()));
   return v;

@@ -95,8 +95,15 @@ struct Vocab {
   int eos_id = 2;
   int unk_id = 0;
   bool add_bos = true;
+  bool add_bos_explicit = false;    // the file states add_bos (else the pre-tokenizer's default)
+  bool add_eos = false;             // tokenizer.ggml.add_eos_token
   bool add_space_prefix = true;     // SentencePiece dummy prefix
+  bool remove_extra_whitespaces = false;  // SentencePiece: collapse runs of spaces, trim
+  int eot_id = -1;                  // tokenizer.ggml.eot_token_id (-1: found by text, as llama.cpp)
+  int eom_id = -1;                  // tokenizer.ggml.eom_token_id (-1: found by text)
   std::string pre;                  // GPT-2 pre-tokenizer name (GGUF tokenizer.ggml.pre)
+  std::string chat_template;        // tokenizer.chat_template (Jinja source), or empty
+  std::string name;                 // general.name (llama.cpp keys Phi-3's RSTRIP tokens on it)
   std::string source;               // file it came from (for error messages)
   int max_token_length = 0;         // llama2.c tokenizer.bin header
 };

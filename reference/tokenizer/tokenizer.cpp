@@ -4,6 +4,7 @@
 // ============================================================================
 #include "reference/tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "reference/base/errors.h"
@@ -33,6 +34,25 @@ static void check_vocab(Vocab& v) {
   check_id(v, v.unk_id, "tokenizer.ggml.unknown_token_id");
   require_input(v.type != VocabType::Gpt2 || !v.merges.empty(), v.source, "tokenizer.ggml.merges",
                 "a GPT-2 vocabulary needs merges");
+  check_id(v, v.eot_id, "tokenizer.ggml.eot_token_id");
+  check_id(v, v.eom_id, "tokenizer.ggml.eom_token_id");
+}
+
+static std::string names_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// GPT-2 family: the pre-tokenizer named by the file, or InputError naming the key.
+static const PreTokenizer* resolve_pretokenizer(Vocab& v) {
+  if (v.type != VocabType::Gpt2) return nullptr;
+  const PreTokenizer* pre = find_pretokenizer(v.pre);
+  require_input(pre != nullptr, v.source, "tokenizer.ggml.pre",
+                (v.pre.empty() ? std::string("missing") : "unsupported pre-tokenizer '" + v.pre + "'") +
+                    " (accepted: " + names_list(accepted_pretokenizer_names()) + ")");
+  if (!v.add_bos_explicit) v.add_bos = pre->default_add_bos;
+  return pre;
 }
 
 void require_vocab_size(const Vocab& vocab, int model_vocab_size, const std::string& model_path) {
@@ -85,30 +105,65 @@ static void spm_build_tables(Tokenizer::Impl& t) {
 Tokenizer::Tokenizer(Vocab vocab) {
   auto impl = std::make_shared<Impl>();
   check_vocab(vocab);
+  impl->pre = resolve_pretokenizer(vocab);
   impl->vocab = std::move(vocab);
   const std::vector<std::string>& tokens = impl->vocab.tokens;
   for (size_t id = 0; id < tokens.size(); id++) impl->token_to_id[tokens[id]] = (int)id;
   impl->token_text.resize(tokens.size());
   if (impl->vocab.type == VocabType::Gpt2) gpt2_build_tables(*impl);
   else spm_build_tables(*impl);
+  build_special_tables(*impl);
+  for (size_t id = 0; id < tokens.size(); id++)
+    if (impl->attr[id] & kAttrControl) impl->token_text[id].clear();  // control tokens print nothing
   impl_ = std::move(impl);
 }
 
+// sentencepiece's remove_extra_whitespaces: drop leading and trailing spaces,
+// collapse every run of spaces to one.
+static std::string collapse_spaces(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// SentencePiece, one raw fragment: dummy prefix when it starts the text or
+// follows a special token (llama.cpp), spaces -> U+2581.
+static void encode_spm_fragment(const Tokenizer::Impl& t, std::string text, bool prev_special,
+                                std::vector<int>& ids) {
+  const Vocab& v = t.vocab;
+  if (v.remove_extra_whitespaces) text = collapse_spaces(text);
+  std::string escaped = v.add_space_prefix && prev_special ? "\xE2\x96\x81" : "";
+  for (char c : text) escaped += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+  encode_spm(t, escaped, ids);
+}
+
 std::vector<int> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  return encode(text, EncodeOptions{add_bos, false, false});
+}
+
+std::vector<int> Tokenizer::encode(const std::string& text, const EncodeOptions& o) const {
   size_t bad = utf8_first_invalid(text);
   require_input(bad == std::string::npos, "<text>", "prompt",
                 "invalid UTF-8 at byte " + std::to_string(bad));
   const Vocab& v = impl_->vocab;
   std::vector<int> ids;
-  if (add_bos && v.bos_id >= 0) ids.push_back(v.bos_id);
-  if (text.empty()) return ids;
-  if (v.type == VocabType::Gpt2) {
-    encode_gpt2(*impl_, text, ids);
-    return ids;
+  if (o.add_bos && v.bos_id >= 0) ids.push_back(v.bos_id);
+  bool prev_special = true;  // SentencePiece: the first fragment gets the dummy prefix
+  for (const Fragment& f : partition_special(*impl_, text, o.parse_special)) {
+    if (f.token >= 0) {
+      ids.push_back(f.token);
+      prev_special = true;
+      continue;
+    }
+    if (v.type == VocabType::Gpt2) encode_gpt2(*impl_, text.substr(f.offset, f.length), ids);
+    else encode_spm_fragment(*impl_, text.substr(f.offset, f.length), prev_special, ids);
+    prev_special = false;
   }
-  std::string escaped = v.add_space_prefix ? "\xE2\x96\x81" : "";  // dummy prefix
-  for (char c : text) escaped += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
-  encode_spm(*impl_, escaped, ids);
+  if (o.add_eos && v.eos_id >= 0) ids.push_back(v.eos_id);
   return ids;
 }
 
@@ -140,6 +195,10 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 int Tokenizer::vocab_size() const { return (int)impl_->vocab.tokens.size(); }
 int Tokenizer::bos_id() const { return impl_->vocab.bos_id; }
 int Tokenizer::eos_id() const { return impl_->vocab.eos_id; }
+const std::vector<int>& Tokenizer::eog_ids() const { return impl_->eog_ids; }
+bool Tokenizer::is_eog(int id) const {
+  return std::binary_search(impl_->eog_ids.begin(), impl_->eog_ids.end(), id);
+}
 const Vocab& Tokenizer::vocab() const { return impl_->vocab; }
 
 }  // namespace oracle

@@ -23,13 +23,23 @@ Vocab load_llama2c_tokenizer(const std::string& path, int expected_vocab_size);
 // InputError(vocab.source, "vocab_size", ...) when a tokenizer and a model disagree.
 void require_vocab_size(const Vocab& vocab, int model_vocab_size, const std::string& model_path);
 
+// What encode() adds and parses (llama.cpp's llama_tokenize add_special / parse_special).
+struct EncodeOptions {
+  bool add_bos = false;        // prepend BOS
+  bool add_eos = false;        // append EOS (callers pass vocab().add_eos with add_bos)
+  bool parse_special = false;  // control and unknown tokens written in the text become their ids
+};
+
 class Tokenizer {
  public:
   // Checks the vocabulary (sizes of scores/types, BOS/EOS ids, merges) and
   // builds the lookup tables; InputError(vocab.source, field, ...) if bad.
   explicit Tokenizer(Vocab vocab);
   // Encodes UTF-8 text; InputError("<text>", "prompt", ...) on invalid UTF-8.
-  // add_bos prepends BOS (callers pass vocab().add_bos for llama.cpp behaviour).
+  // User-defined tokens are always split out of the text first (as llama.cpp);
+  // control/unknown tokens only with parse_special.
+  std::vector<int> encode(const std::string& text, const EncodeOptions& options) const;
+  // Plain text: encode(text, {add_bos, false, false}).
   std::vector<int> encode(const std::string& text, bool add_bos) const;
   // The raw bytes token `id` contributes (byte-fallback <0xAB> -> one byte,
   // U+2581 -> space, GPT-2 byte mapping undone, control tokens -> "", unknown
@@ -42,6 +52,9 @@ class Tokenizer {
   int vocab_size() const;
   int bos_id() const;
   int eos_id() const;
+  // End-of-generation ids (EOS, EOT, EOM and llama.cpp's EOG texts), sorted.
+  const std::vector<int>& eog_ids() const;
+  bool is_eog(int id) const;
   const Vocab& vocab() const;
 
   struct Impl;  // lookup tables (tokenizer_spm.cpp, tokenizer_gpt2.cpp)

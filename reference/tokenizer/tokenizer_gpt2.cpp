@@ -1,17 +1,15 @@
 // ============================================================================
-// GPT-2 byte-level BPE, as llama.cpp's llm_tokenizer_bpe for pre-tokenizer
-// "gpt-2": split the text with the GPT-2 regex
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// (hand-written matcher, llama.cpp's unicode_regex_split_custom_gpt2), map
-// every byte of a word to its bytes_to_unicode character, then merge adjacent
-// symbols by merge rank (lowest rank first; ties: leftmost).
+// GPT-2 byte-level BPE, as llama.cpp's llm_tokenizer_bpe: split the text
+// with the vocabulary's pre-tokenizer patterns (pretokenizer.h, e.g. gpt-2's
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+// ), map every byte of a word to its bytes_to_unicode character, then merge
+// adjacent symbols by merge rank (lowest rank first; ties: leftmost).
 // ============================================================================
 #include <algorithm>
 #include <queue>
 
 #include "reference/base/errors.h"
 #include "reference/tokenizer/tokenizer_impl.h"
-#include "reference/tokenizer/unicode_class.h"
 #include "reference/base/utf8.h"
 
 namespace oracle {
@@ -72,104 +70,9 @@ void gpt2_build_tables(Tokenizer::Impl& t) {
   }
 }
 
-// ---- Pre-tokenizer (the GPT-2 regex, by hand) -------------------------------------
-namespace {
-
-// Class of the code point at `pos`; "None" past the end (matches nothing).
-enum class Cls { None, Letter, Number, Whitespace, Other };
-
-class Gpt2Splitter {
- public:
-  explicit Gpt2Splitter(const std::string& text);
-  std::vector<std::string> run();
-
- private:
-  Cls cls(size_t pos) const;
-  uint32_t cp(size_t pos) const { return pos < cps_.size() ? cps_[pos] : 0xFFFFFFFFu; }
-  bool contraction(size_t& pos) const;
-  size_t skip_whitespace(size_t pos);
-  void add(size_t end);
-
-  const std::string& text_;
-  std::vector<uint32_t> cps_;     // (n_cps) code points of the text
-  std::vector<size_t> offsets_;   // (n_cps + 1) byte offset of each code point
-  size_t prev_end_ = 0;           // code point index where the current word starts
-  std::vector<std::string> words_;
-};
-
-Gpt2Splitter::Gpt2Splitter(const std::string& text) : text_(text), cps_(utf8_to_codepoints(text)) {
-  size_t off = 0;
-  for (size_t i = 0; i < cps_.size(); i++) {
-    offsets_.push_back(off);
-    off += (size_t)utf8_sequence_length((uint8_t)text[off]);
-  }
-  offsets_.push_back(text.size());
-}
-
-Cls Gpt2Splitter::cls(size_t pos) const {
-  if (pos >= cps_.size()) return Cls::None;
-  switch (unicode_class(cps_[pos])) {
-    case UnicodeClass::Letter: return Cls::Letter;
-    case UnicodeClass::Number: return Cls::Number;
-    case UnicodeClass::Whitespace: return Cls::Whitespace;
-    default: return Cls::Other;
-  }
-}
-
-void Gpt2Splitter::add(size_t end) {
-  if (end > prev_end_) words_.push_back(text_.substr(offsets_[prev_end_], offsets_[end] - offsets_[prev_end_]));
-  prev_end_ = end;
-}
-
-// 's|'t|'re|'ve|'m|'ll|'d (lower case only, as the regex).
-bool Gpt2Splitter::contraction(size_t& pos) const {
-  if (cp(pos) != '\'') return false;
-  uint32_t c1 = cp(pos + 1), c2 = cp(pos + 2);
-  if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
-    pos += 2;
-    return true;
-  }
-  if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
-    pos += 3;
-    return true;
-  }
-  return false;
-}
-
-// \s+(?!\S)|\s+ : a whitespace run keeps its last character for the next word
-// unless the run ends the text.
-size_t Gpt2Splitter::skip_whitespace(size_t pos) {
-  size_t n = 0;
-  while (cls(pos + n) == Cls::Whitespace) n++;
-  if (n > 1 && pos + n < cps_.size()) return pos + n - 1;
-  return pos + (n > 0 ? n : 1);  // n == 0: a character no rule matches stands alone
-}
-
-std::vector<std::string> Gpt2Splitter::run() {
-  size_t pos = 0;
-  while (pos < cps_.size()) {
-    if (contraction(pos)) {
-      add(pos);
-      continue;
-    }
-    bool space = cp(pos) == ' ';
-    Cls c = space ? cls(pos + 1) : cls(pos);
-    if (c == Cls::Letter || c == Cls::Number || c == Cls::Other) {  //  ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+
-      pos += space ? 1 : 0;
-      while (cls(pos) == c) pos++;
-    } else {
-      pos = skip_whitespace(pos);
-    }
-    add(pos);
-  }
-  return words_;
-}
-
-}  // namespace
-
+// ---- Pre-tokenizer ---------------------------------------------------------------
 std::vector<std::string> gpt2_pretokenize(const std::string& text) {
-  Gpt2Splitter splitter(text);
-  return splitter.run();
+  return regex_split_words(text, find_pretokenizer("gpt-2")->patterns);
 }
 
 // ---- Byte-level BPE over one word ---------------------------------------------------
@@ -261,9 +164,16 @@ void BpeWord::run(std::vector<int>& out) {
 }  // namespace
 
 void encode_gpt2(const Tokenizer::Impl& t, const std::string& text, std::vector<int>& out) {
-  for (const std::string& word : gpt2_pretokenize(text)) {
+  for (const std::string& word : regex_split_words(text, t.pre->patterns)) {
     std::string mapped;
     for (char c : word) mapped += t.byte_char[(uint8_t)c];
+    if (t.pre->ignore_merges) {  // llama-bpe: a word that is a token is taken whole
+      int id = t.find(mapped);
+      if (id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+    }
     BpeWord bpe(t, std::move(mapped));
     bpe.run(out);
   }

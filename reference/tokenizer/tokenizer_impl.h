@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reference/tokenizer/pretokenizer.h"
 #include "reference/tokenizer/tokenizer.h"
 
 namespace oracle {
@@ -20,12 +21,32 @@ struct Tokenizer::Impl {
   std::vector<std::string> token_text;               // (n_vocab) bytes each token decodes to
   std::unordered_map<std::string, int> merge_rank;   // GPT-2: merge_key(left, right) -> rank
   std::array<std::string, 256> byte_char{};          // (256) GPT-2 bytes_to_unicode, as UTF-8
+  const PreTokenizer* pre = nullptr;                 // GPT-2 family: split patterns (pretokenizer.h)
+  std::vector<uint8_t> attr;                         // (n_vocab) kAttr* bits
+  std::vector<int> special_ids;                      // control/user-defined/unknown, longest text first
+  std::vector<int> eog_ids;                          // end-of-generation ids, sorted
 
   int find(const std::string& piece) const {
     auto it = token_to_id.find(piece);
     return it == token_to_id.end() ? -1 : it->second;
   }
 };
+
+// Token attributes (llama.cpp's llama_token_attr, the bits we use).
+enum TokenAttr : uint8_t { kAttrControl = 1, kAttrUserDefined = 2, kAttrUnknown = 4, kAttrRstrip = 8,
+                           kAttrLstrip = 16 };
+
+// tokenizer_special.cpp: attributes, the special-token list, EOG ids (llama.cpp's load).
+void build_special_tables(Tokenizer::Impl& t);
+// A piece of the prompt: a token found by its text, or raw text [offset, offset + length).
+struct Fragment {
+  int token;  // -1: raw text
+  size_t offset;
+  size_t length;
+};
+// llama.cpp's tokenizer_st_partition: split out special tokens' texts (longest
+// first); control/unknown tokens only when parse_special.
+std::vector<Fragment> partition_special(const Tokenizer::Impl& t, const std::string& text, bool parse_special);
 
 // SentencePiece: `text` already has the dummy prefix and U+2581 for spaces.
 void encode_spm(const Tokenizer::Impl& t, const std::string& text, std::vector<int>& out);

@@ -1,0 +1,67 @@
+#pragma once
+// ============================================================================
+// Chat templates: a model's `tokenizer.chat_template` (Jinja source) is
+// recognised by substring heuristics, as llama.cpp's built-in detection
+// (src/llama-chat.cpp llm_chat_detect_template), and rendered by a
+// hand-written formatter per format (llm_chat_apply_template). No Jinja is
+// interpreted. An unrecognised template is an InputError unless the caller
+// names a format. docs/tokenizer.md "Chat templates".
+// ============================================================================
+#include <string>
+#include <vector>
+
+namespace oracle {
+
+enum class ChatFormat {
+  ChatMl,          // <|im_start|>role\n...<|im_end|>\n (SmolLM2, Qwen, OpenHermes)
+  Llama2,          // [INST] ... [/INST] (no <<SYS>>)
+  Llama2Sys,       // [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST]
+  Llama2SysBos,    //   ... with <s>[INST] inside the history
+  Llama2SysStrip,  //   ... with stripped messages
+  MistralV1,       //  [INST] ... [/INST] (leading spaces)
+  MistralV3,       // [INST] ...[/INST] assistant trimmed
+  MistralV3Tekken, // [INST]...[/INST]
+  MistralV7,       // [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT][INST] ...[/INST]
+  Phi3,            // <|role|>\n...<|end|>\n
+  Zephyr,          // <|role|>\n...<|endoftext|>\n
+  Gemma,           // <start_of_turn>user\n...<end_of_turn>\n (assistant -> model)
+  Llama3,          // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+};
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant (others are passed through)
+  std::string content;
+};
+
+struct ChatTemplate {
+  ChatFormat format = ChatFormat::ChatMl;
+  // ChatML templates that insert a system turn when the conversation has none
+  // (SmolLM2, Qwen2): its text, taken from the template; else empty.
+  std::string default_system;
+};
+
+// The format for a template's source, or false if no heuristic matches one we render.
+bool detect_chat_template(const std::string& source, ChatTemplate* out);
+// "chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip",
+// "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "phi3",
+// "zephyr", "gemma", "llama3" (llama.cpp's names); false if unknown.
+bool chat_format_from_name(const std::string& name, ChatFormat* out);
+std::string chat_format_name(ChatFormat format);
+std::vector<std::string> chat_format_names();
+
+// The prompt text for `messages`; with add_generation_prompt the opening of
+// the assistant's turn is appended. BOS is not written (the tokenizer adds it).
+std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt);
+
+// Template selection for a model: `format_name` (non-empty) wins; else the
+// model's template is detected. InputError(source, "tokenizer.chat_template")
+// when the model has none or it is not recognised, or ("--chat-format") for an
+// unknown name.
+ChatTemplate select_chat_template(const std::string& source, const std::string& template_text,
+                                  const std::string& format_name);
+
+// OpenAI-style [{"role": ..., "content": ...}, ...]; InputError(path, field) if malformed.
+std::vector<ChatMessage> parse_chat_messages(const std::string& json_text, const std::string& path);
+
+}  // namespace oracle

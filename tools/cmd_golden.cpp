@@ -188,9 +188,10 @@ static json finish_record(json r, const LoadedModel& lm) {
   json hashes = json::array();
   for (const GenerationStep& st : g.steps) hashes.push_back(st.logits_sha256);
   r["logits_sha256"] = hashes;
-  r["command"] = gm.transcript_base ? "oracle golden update DIR --force --model " + shell_word(gm.model)
-                                     : "oracle golden update golden --force";
-  r["run_command"] = run_command(r, gm.transcript_base ? "" : "../shared/");
+  const bool transcript_base = r.value("model_base", std::string()) == "transcript";
+  r["command"] = transcript_base ? "oracle golden update DIR --force --model " + shell_word(r["model"].get<std::string>())
+                                 : "oracle golden update golden --force";
+  r["run_command"] = run_command(r, transcript_base ? "" : "../shared/");
   return r;
 }
 
@@ -218,15 +219,10 @@ static LoadedModel load(const fs::path& base, const std::string& model, const st
   return load_model_and_tokenizer(a);
 }
 
-// Temp file + rename: a reader never sees a half-written transcript.
+// Temp file + fsync + rename (reference/base/file_io.h): a reader never sees a
+// half-written transcript, and a failed write leaves the old one intact.
 static void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    require_input(f.good(), tmp, "write", "cannot write the file");
-  }
-  fs::rename(tmp, path);
+  oracle::write_file_atomic(path, "DIR", text);
 }
 
 // ---- the instruct set (SmolLM2) -------------------------------------------------------
@@ -301,7 +297,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
     std::string text;
     const std::vector<json> records = instruct_records(*gm.fixture, lm);
     for (const json& r : records) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    write_file_atomic(out.string(), "DIR", text);
+    write_file_atomic(out.string(), text);
     *done += 16;
     progress.update(*done);
     return (int)records.size();
@@ -322,7 +318,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
       n++;
       progress.update(++*done);
     }
-  write_file_atomic(out.string(), "DIR", text);  // written whole, then renamed: never half a transcript
+  write_file_atomic(out.string(), text);  // written whole, then renamed: never half a transcript
   return n;
 }
 

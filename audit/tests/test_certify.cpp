@@ -277,7 +277,7 @@ TEST_CASE("write_certificate writes JSON, Markdown and two SVG plots") {
   auto checks = check_thresholds(r, default_thresholds("Q8_0"));
   std::string dir = (std::filesystem::temp_directory_path() / "oracle_test_certificate").string();
   std::vector<std::string> paths = write_certificate(dir, r, info, checks);
-  REQUIRE(paths.size() == 4);
+  REQUIRE(paths.size() == 7);  // json, md, one-page summary svg, four panels
   nlohmann::json j = nlohmann::json::parse(read_file(paths[0]));
   CHECK(j["reference"]["sha256"] == "aa");
   CHECK(j["corpus"]["sha256"] == "cc");

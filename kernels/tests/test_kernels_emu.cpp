@@ -264,7 +264,8 @@ TEST_CASE("swiglu, residual, bias and embedding kernels are bit-exact", "[emu][e
                        return o;
                      }});
   }
-  for (auto [width, rows] : {std::pair{16, 1}, {64, 3}, {80, 7}}) {  // qwen2 q/k/v bias
+  for (std::pair<int, int> wr : {std::pair{16, 1}, {64, 3}, {80, 7}}) {  // qwen2 q/k/v bias
+    const int width = wr.first, rows = wr.second;  // not a structured binding: clang 14 cannot capture one
     cases.push_back({shape_label("bias", {{"width", width}, {"rows", rows}}), seed++, [width, rows](uint32_t s) {
                        std::mt19937 rng(s);
                        Floats y = random_floats(rng, (size_t)width * rows, 5.0f), b = random_floats(rng, width, 1.0f);

@@ -161,7 +161,7 @@ float cfg_float(const json& j, const std::string& key, const std::string& file, 
 }
 
 json read_config_json(const std::string& file) {
-  const std::string text = read_regular_file(file, "config.json", uint64_t(1) << 26);
+  const std::string text = read_regular_file(file, "file", uint64_t(1) << 26);
   json j = parse_json_text(text.data(), text.data() + text.size(), file, "config.json");
   require_input(j.is_object(), file, "config.json", "must be a JSON object");
   return j;

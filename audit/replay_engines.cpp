@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -312,16 +311,9 @@ std::vector<RecordReport> replay_engine_lines(const std::vector<LogLine>& lines,
                                               const ModelResolver& models, const ReplayOptions& o) {
   std::vector<RecordReport> reports(lines.size());  // (n_lines): records in == records reported
   const size_t jobs = (size_t)std::max(1, o.jobs);
-  auto work = [&](size_t k) {
+  run_strided_jobs(jobs, [&](size_t k) {
     for (size_t i = k; i < lines.size(); i += jobs) reports[i] = replay_engine_line(lines[i], file, models, o);
-  };
-  if (jobs == 1) {
-    work(0);
-    return reports;
-  }
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < jobs; k++) threads.emplace_back(work, k);
-  for (std::thread& t : threads) t.join();
+  });
   return reports;
 }
 

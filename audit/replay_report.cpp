@@ -86,18 +86,10 @@ RecordReport replay_line(const LogLine& line, const std::string& file, const Rep
   return rep;
 }
 
-// Worker k replays lines k, k + jobs, k + 2 jobs, ... into its own slots: no
-// shared counters, and the output order is the line order for any jobs.
-std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
-                                       const ReplayModel& rm, const ReplayOptions& o) {
-  std::vector<RecordReport> reports(lines.size());  // (n_lines)
-  const size_t jobs = (size_t)std::max(1, o.jobs);
-  auto work = [&](size_t k) {
-    for (size_t i = k; i < lines.size(); i += jobs) reports[i] = replay_line(lines[i], file, rm, o);
-  };
-  if (jobs == 1) {
+void run_strided_jobs(size_t jobs, const std::function<void(size_t)>& work) {
+  if (jobs <= 1) {
     work(0);
-    return reports;
+    return;
   }
   std::vector<std::thread> threads;
   try {
@@ -108,6 +100,15 @@ std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const 
                                            std::to_string(jobs) + ": " + e.what() + " (lower --jobs)");
   }
   for (std::thread& t : threads) t.join();
+}
+
+std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
+                                       const ReplayModel& rm, const ReplayOptions& o) {
+  std::vector<RecordReport> reports(lines.size());  // (n_lines)
+  const size_t jobs = (size_t)std::max(1, o.jobs);
+  run_strided_jobs(jobs, [&](size_t k) {
+    for (size_t i = k; i < lines.size(); i += jobs) reports[i] = replay_line(lines[i], file, rm, o);
+  });
   return reports;
 }
 

@@ -16,7 +16,11 @@ if [ ! -f "$sdist" ]; then
   python3 -m pip download --no-deps --no-binary :all: "llama-cpp-python==$PEER_VERSION" -d "$PEER_DIR"
 fi
 src="$PEER_DIR/llama_cpp_python-$PEER_VERSION/vendor/llama.cpp"
-[ -d "$src" ] || tar -xzf "$sdist" -C "$PEER_DIR"
+# A half-extracted tree (interrupted tar) is re-extracted, not built.
+if [ ! -f "$src/CMakeLists.txt" ]; then
+  rm -rf "$PEER_DIR/llama_cpp_python-$PEER_VERSION"
+  tar -xzf "$sdist" -C "$PEER_DIR"
+fi
 targets=(llama-bench llama-quantize llama-perplexity llama-tokenize llama-completion llama-eval-callback)
 cmake -S "$src" -B "$PEER_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_CUDA=OFF >/dev/null

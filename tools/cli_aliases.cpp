@@ -170,7 +170,7 @@ std::vector<std::string> normalize_args(CLI::App& app, const std::vector<std::st
       if (!positional_only && t == "--") positional_only = true;
       else if (CLI::App* next = positional_only ? nullptr : find_subcommand(sub, t)) sub = next;
       else if (sub == &app)
-        throw UsageError("", "unknown command '" + t + "'" + suggestion(t, subcommand_names(&app)) +
+        throw UsageError("", "unknown subcommand '" + t + "'" + suggestion(t, subcommand_names(&app)) +
                                  "; see oracle --help");
       out.push_back(t);
       continue;

@@ -239,6 +239,9 @@ int run_bench(BenchOptions o) {
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
   require_input(o.output == "md" || o.output == "json", o.output, "--output", "want md or json");
   if (const DevicePipeline* dev = require_backend(o.backend)) return bench_device(*dev, m, o);
+  const Vocab vocab = target_vocab(o);
+  if (speculative_enabled(o.spec))  // a draft that does not fit is refused before anything is timed
+    make_draft_source(o.spec, m, &vocab, SamplerConfig{}, o.model.threads);
   KvCache kv(m.config, KvCacheOptions{});
   ThreadPool pool(o.model.threads);
   Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
@@ -262,7 +265,7 @@ int run_bench(BenchOptions o) {
   j["backend"] = "reference";
   j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
-    j.update(bench_speculative(m, o.spec, target_vocab(o), bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,
+    j.update(bench_speculative(m, o.spec, vocab, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,
                                o.model.threads));
   print_report(j, m, o);
   if (!json_output(o) && speculative_enabled(o.spec)) print_speculative_bench(j);

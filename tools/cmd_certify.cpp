@@ -131,7 +131,7 @@ static int run_certify(CertifyOptions& a) {
                              progress.finish();
                              return finish_certify(a, r, info);
                            });
-  require_input(!a.reference.empty() && !a.candidate.empty() && !a.corpus.empty(), "--reference", "option",
+  require_input(!a.reference.empty() && !a.candidate.empty() && !a.corpus.empty(), "command line", "--reference",
                 "certify needs --reference, --candidate and --corpus");
   LoadOptions lo;
   lo.context_length_override = a.options.ctx;  // above the file's: --allow-context-extension

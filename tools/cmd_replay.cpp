@@ -126,7 +126,7 @@ static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>
 }
 
 int run_replay(const ReplayOptions& o) {
-  if (!o.json_out.empty()) check_output_path(o.json_out, "--json");  // before replaying, not after
+  if (!o.json_out.empty()) check_output_path(o.json_out, "--report");  // before replaying, not after
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed

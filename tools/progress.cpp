@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 namespace oracle::tools {
 
@@ -14,7 +15,15 @@ Progress::Progress(std::string label, int64_t total, bool enabled)
   if (const char* s = std::getenv("ORACLE_PROGRESS_SECONDS"); s != nullptr && *s) interval_s_ = std::atof(s);
 }
 
-Progress::~Progress() { finish(); }
+// Unwinding (an error on its way to print_error): no "done" line; a bar on a
+// terminal is ended so the error starts on its own line.
+Progress::~Progress() {
+  if (std::uncaught_exceptions() <= uncaught_at_start_) {
+    finish();
+    return;
+  }
+  if (enabled_ && tty_ && last_s_ >= 0 && !finished_) std::fputc('\n', stderr);
+}
 
 double Progress::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -5,6 +5,7 @@
 //     seconds, and one when done, so CI logs show a run is alive;
 //   * nothing when disabled (--quiet, --json).
 #include <chrono>
+#include <exception>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,7 @@ class Progress {
   bool enabled_, tty_, finished_ = false;
   double interval_s_ = 10.0, last_s_ = -1.0;
   int64_t done_ = 0;
+  int uncaught_at_start_ = std::uncaught_exceptions();
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -186,21 +186,21 @@ void check_hf_keys(const json& j, const std::string& file) {
     require_input(known, file, key, "config.json field not implemented (it may change the math; refused "
                                     "rather than ignored)");
   }
-  const std::string type = j.value("model_type", std::string("llama"));
+  const std::string type = cfg_string(j, "model_type", file, "llama");
   require_input(type == "llama" || type == "mistral" || type == "qwen2", file, "model_type",
                 "need llama, mistral or qwen2");
-  require_input(j.value("hidden_act", std::string("silu")) == "silu", file, "hidden_act", "need silu");
-  require_input(!j.value("mlp_bias", false), file, "mlp_bias", "MLP biases are not implemented");
+  require_input(cfg_string(j, "hidden_act", file, "silu") == "silu", file, "hidden_act", "need silu");
+  require_input(!cfg_bool(j, "mlp_bias", file, false), file, "mlp_bias", "MLP biases are not implemented");
   // HF llama's attention_bias adds o_proj.bias too, which the forward pass does not have.
-  require_input(!j.value("attention_bias", false), file, "attention_bias",
+  require_input(!cfg_bool(j, "attention_bias", file, false), file, "attention_bias",
                 "attention biases (incl. o_proj) are not implemented; qwen2's q/k/v biases are");
-  require_input(!j.value("rope_interleaved", false), file, "rope_interleaved", "must be false");
-  require_input(j.value("pretraining_tp", 1) == 1, file, "pretraining_tp", "must be 1");
+  require_input(!cfg_bool(j, "rope_interleaved", file, false), file, "rope_interleaved", "must be false");
+  require_input(cfg_int(j, "pretraining_tp", file, 1) == 1, file, "pretraining_tp", "must be 1");
 }
 
 // A sliding window that never hides a position of the context is a no-op.
 void check_sliding_window(const json& j, const std::string& file, int context) {
-  const bool used = j.value("model_type", std::string()) != "qwen2" || j.value("use_sliding_window", false);
+  const bool used = cfg_string(j, "model_type", file, "") != "qwen2" || cfg_bool(j, "use_sliding_window", file, false);
   if (!used || !j.contains("sliding_window") || j["sliding_window"].is_null()) return;
   require_input(j["sliding_window"].is_number_integer() && j["sliding_window"].get<int64_t>() >= context,
                 file, "sliding_window", "sliding-window attention is not implemented (window below the context)");
@@ -219,7 +219,7 @@ RopeConfig read_hf_rope(const json& j, const std::string& file, Config& c) {
   if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return rope;
   const json& r = j["rope_scaling"];
   require_input(r.is_object(), file, "rope_scaling", "must be an object or null");
-  const std::string type = r.value("rope_type", r.value("type", std::string()));
+  const std::string type = cfg_string(r, "rope_type", file, cfg_string(r, "type", file, ""));
   const float factor = cfg_float(r, "factor", file, 1.0f);
   require_input(factor > 0.0f, file, "rope_scaling.factor", "must be positive");
   if (type == "linear") {
@@ -270,7 +270,7 @@ Config read_hf_config(const std::string& file) {
   require_input(cfg_int(j, "head_dim", file, c.head_dim) == c.head_dim, file, "head_dim",
                 "must equal hidden_size / num_attention_heads");
   c.tied_classifier = cfg_bool(j, "tie_word_embeddings", file, false);
-  c.architecture = j.value("model_type", std::string("llama")) == "qwen2" ? "qwen2" : "llama";
+  c.architecture = cfg_string(j, "model_type", file, "llama") == "qwen2" ? "qwen2" : "llama";
   c.qkv_bias = c.architecture == "qwen2";
   check_sliding_window(j, file, c.seq_len);
   c.rope = read_hf_rope(j, file, c);

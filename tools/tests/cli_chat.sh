@@ -17,7 +17,7 @@ case $CASE in
     jq -e '.chat_format == "chatml" and .add_bos == false and .parse_special == true
            and .prompt_ids[0] == 1 and (.prompt_ids | index(2)) != null' "$WORK/r.json" >/dev/null ||
       fail "ids/metadata: $(jq -c '{chat_format, add_bos, prompt_ids}' "$WORK/r.json")"
-    jq -r .text "$WORK/r.json" | grep -q "Paris" || fail "no sensible answer: $(jq .text "$WORK/r.json")"
+    grep -q "Paris" <<<"$(jq -r .text "$WORK/r.json")" || fail "no sensible answer: $(jq .text "$WORK/r.json")"
     jq -e '.stop_detail == "eos" and .output_ids[-1] == 2' "$WORK/r.json" >/dev/null ||
       fail "did not stop on <|im_end|>: $(jq -c '{stop_detail, output_ids}' "$WORK/r.json")"
     ;;

@@ -28,7 +28,7 @@ case $CASE in
     [ "$(j '.tensors[0].name')" = output.weight ] || fail "not llama.cpp's tensor order"
     bpw=$(jq -r '(8 * .bytes_out / .n_elements * 1000 | round) == (.bpw_out * 1000 | round)' "$WORK/q.json")
     [ "$bpw" = true ] || fail "bpw_out is not 8 * bytes_out / n_elements"
-    "$ORACLE" quantize "$L2XS" "$WORK/h.gguf" --type q8_0 | grep -q "BPW" || fail "no BPW in the human report"
+    "$ORACLE" quantize "$L2XS" "$WORK/h.gguf" --type q8_0 >"$WORK/h.txt"; grep -q "BPW" "$WORK/h.txt" || fail "no BPW in the human report"
     ;;
   names_case_insensitive)  # q4_k_m = Q4_K_M = q4_k (llama-quantize's alias); --pure differs
     "$ORACLE" quantize "$L2XS" "$WORK/a.gguf" --type Q4_K_M >/dev/null

@@ -46,7 +46,7 @@ case $CASE in
     "$ORACLE" version --json | jq -e '.backends | index("cuda-emu")' >/dev/null || fail "version --json"
     "$ORACLE" help run >"$WORK/h"; grep -qE -- "--temperature FLOAT.*=0$" "$WORK/h" || fail "help run shows no defaults"
     grep -q -- "--temp = --temperature" "$WORK/h" || fail "help run lists no aliases"
-    "$ORACLE" help golden verify | grep -q -- "--shared-dir" || fail "help golden verify"
+    "$ORACLE" help golden verify >"$WORK/h"; grep -q -- "--shared-dir" "$WORK/h" || fail "help golden verify"
     for c in $("$ORACLE" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}'); do
       "$ORACLE" help "$c" >"$WORK/h" || fail "help $c exit $?"
       ! grep -q "{false}\|{true}" "$WORK/h" || fail "help $c shows a flag value: $(grep "{" "$WORK/h")"
@@ -56,7 +56,8 @@ case $CASE in
     for c in $("$ORACLE" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}') "golden verify" "golden update"; do
       [ "$c" = golden ] && continue
       # shellcheck disable=SC2086
-      "$ORACLE" help $c | grep -q -- "--json" || fail "oracle $c has no --json"
+      "$ORACLE" help $c >"$WORK/h" || fail "help $c exit $?"
+      grep -q -- "--json" "$WORK/h" || fail "oracle $c has no --json"
     done
     ;;
   aliases_documented)  # docs/cli.md holds exactly the table the binary applies

@@ -1,6 +1,7 @@
 // DeviceModel: weight upload and RoPE tables — see device_model.h.
 #include "optimized/device_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -15,38 +16,40 @@ void put(DeviceBuffer<float>& dst, const float* src, size_t n) {
   dst.upload(src, n);
 }
 
-const TensorInfo* find_tensor(const Model& m, const std::string& name) {
-  for (const TensorInfo& t : m.tensors)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
-// Raw Q8_0/Q4_0 blocks of `name` if they dequantize to exactly `w` (N, K).
-bool put_quantized(DeviceMatrix& dst, const Model& m, const std::string& name, const float* w, size_t N,
-                   size_t K) {
-  const TensorInfo* t = find_tensor(m, name);
-  if (!t || (t->type != DType::Q8_0 && t->type != DType::Q4_0) || K % 32 != 0) return false;
-  const size_t bytes = N * (K / 32) * (t->type == DType::Q8_0 ? 34 : 18);
-  if (t->n_bytes != bytes) return false;
-  std::vector<float> deq(N * K);  // (N, K)
-  dequantize_row(t->type, t->data, (int64_t)(N * K), deq.data());
-  if (std::memcmp(deq.data(), w, N * K * sizeof(float)) != 0) return false;
-  dst.type = t->type;
-  dst.quant.resize(bytes);
-  dst.quant.upload(t->data, bytes);
-  return true;
+// (N, K) stored-type rows -> float32 on the device, dequantized on the host
+// through a bounded staging buffer (about 4 MiB), never a whole-model copy.
+void put_dequantized(DeviceBuffer<float>& dst, const WeightMatrix& w, size_t N, size_t K) {
+  dst.resize(N * K);
+  if (const float* f = w.f32()) {  // F32: straight from the mapped file
+    dst.upload(f, N * K);
+    return;
+  }
+  const size_t row_bytes = (size_t)dtype_row_bytes(w.type, (int64_t)K);
+  const size_t rows_per_chunk = std::max<size_t>(1, (size_t(1) << 20) / K);
+  std::vector<float> stage(rows_per_chunk * K);  // (rows_per_chunk, K)
+  for (size_t r0 = 0; r0 < N; r0 += rows_per_chunk) {
+    const size_t n = std::min(rows_per_chunk, N - r0);
+    for (size_t r = 0; r < n; r++)
+      dequantize_row(w.type, w.data + (r0 + r) * row_bytes, (int64_t)K, stage.data() + r * K);
+    dst.upload(stage.data(), n * K, r0 * K);
+  }
 }
 
 }  // namespace
 
-void DeviceModel::put_matrix(DeviceMatrix& dst, const Model& m, const std::string& name, const float* w,
-                             size_t N, size_t K) {
-  if (options_.keep_quantized && put_quantized(dst, m, name, w, N, K)) {
+// Q8_0/Q4_0 (with keep_quantized): the file's blocks as they are, for the
+// dequantizing GEMV; any other type: float32 (put_dequantized).
+void DeviceModel::put_matrix(DeviceMatrix& dst, const WeightMatrix& w, size_t N, size_t K) {
+  if (options_.keep_quantized && (w.type == DType::Q8_0 || w.type == DType::Q4_0) && K % 32 == 0) {
+    const size_t bytes = N * (size_t)dtype_row_bytes(w.type, (int64_t)K);
+    dst.type = w.type;
+    dst.quant.resize(bytes);
+    dst.quant.upload(w.data, bytes);
     n_quantized_++;
     return;
   }
   dst.type = DType::F32;
-  put(dst.f32, w, N * K);
+  put_dequantized(dst.f32, w, N, K);
 }
 
 DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
@@ -54,24 +57,22 @@ DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
   const Config& c = config_;
   const size_t q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
   const Weights& w = model.weights;
-  put(token_embedding, w.token_embedding, (size_t)c.vocab_size * c.dim);
+  put_dequantized(token_embedding, w.token_embedding, c.vocab_size, c.dim);
   put(final_norm, w.final_norm, c.dim);
-  put_matrix(classifier, model, c.tied_classifier ? "token_embd.weight" : "output.weight", w.classifier,
-             c.vocab_size, c.dim);
+  put_matrix(classifier, w.classifier, c.vocab_size, c.dim);
   layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; l++) {
     const LayerWeights& s = w.layers[l];
     DeviceLayer& d = layers[l];
-    const std::string p = "blk." + std::to_string(l) + ".";  // GGUF tensor names
     put(d.attn_norm, s.attn_norm, c.dim);
-    put_matrix(d.wq, model, p + "attn_q.weight", s.wq, q_dim, c.dim);
-    put_matrix(d.wk, model, p + "attn_k.weight", s.wk, kv_dim, c.dim);
-    put_matrix(d.wv, model, p + "attn_v.weight", s.wv, kv_dim, c.dim);
-    put_matrix(d.wo, model, p + "attn_output.weight", s.wo, c.dim, q_dim);
+    put_matrix(d.wq, s.wq, q_dim, c.dim);
+    put_matrix(d.wk, s.wk, kv_dim, c.dim);
+    put_matrix(d.wv, s.wv, kv_dim, c.dim);
+    put_matrix(d.wo, s.wo, c.dim, q_dim);
     put(d.ffn_norm, s.ffn_norm, c.dim);
-    put_matrix(d.w_gate, model, p + "ffn_gate.weight", s.w_gate, c.hidden_dim, c.dim);
-    put_matrix(d.w_down, model, p + "ffn_down.weight", s.w_down, c.dim, c.hidden_dim);
-    put_matrix(d.w_up, model, p + "ffn_up.weight", s.w_up, c.hidden_dim, c.dim);
+    put_matrix(d.w_gate, s.w_gate, c.hidden_dim, c.dim);
+    put_matrix(d.w_down, s.w_down, c.dim, c.hidden_dim);
+    put_matrix(d.w_up, s.w_up, c.hidden_dim, c.dim);
     if (s.bq) put(d.bq, s.bq, q_dim);
     if (s.bk) put(d.bk, s.bk, kv_dim);
     if (s.bv) put(d.bv, s.bv, kv_dim);

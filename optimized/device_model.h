@@ -1,8 +1,9 @@
 #pragma once
 // ============================================================================
-// DeviceModel: the float32 weights of a Model copied to the device (same
-// bits), plus the RoPE cos/sin tables computed once on the host with the
-// reference's rope_table_row (plain or scaled, reference/rope_table.h) so both
+// DeviceModel: the weights of a Model uploaded to the device from its
+// stored-type views (same bits as the reference's dequantization), plus the
+// RoPE cos/sin tables computed once on the host with the reference's
+// rope_table_row (plain or scaled, reference/compute/rope_table.h) so both
 // pipelines rotate by identical floats.
 // ============================================================================
 #include <string>
@@ -14,9 +15,11 @@
 namespace oracle::optimized {
 
 // A weight matrix (N, K) on the device: float32, or the file's raw Q8_0/Q4_0
-// blocks (ggml layout) for the dequantizing GEMV. Raw blocks are used only
-// when their exact dequantization equals the Model's float32 weights bit for
-// bit (checked at upload), so both forms give the reference's logits.
+// blocks (ggml layout) for the dequantizing GEMV. Both are made from the
+// Model's stored-type views (WeightMatrix): raw blocks are uploaded as they
+// are mapped; float32 is dequantized on the host in bounded chunks with the
+// reference's dequantize_row, so no whole-model float32 copy exists on the
+// host and both forms give the reference's logits bit for bit.
 struct DeviceMatrix {
   DType type = DType::F32;
   DeviceBuffer<float> f32;      // (N, K) when type == F32
@@ -54,8 +57,7 @@ class DeviceModel {
   DeviceBuffer<float> rope_sin;         // (seq_len, head_dim / 2)
 
  private:
-  void put_matrix(DeviceMatrix& dst, const Model& m, const std::string& name, const float* w, size_t N,
-                  size_t K);
+  void put_matrix(DeviceMatrix& dst, const WeightMatrix& w, size_t N, size_t K);
   DeviceModelOptions options_;
   Config config_;
   int n_quantized_ = 0;

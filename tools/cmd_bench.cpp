@@ -82,6 +82,20 @@ static uint64_t weight_bytes(const Model& m) {
   return n;
 }
 
+// Bytes of the checkpoint file(s) the model maps.
+static uint64_t mapped_file_bytes(const Model& m) {
+  if (m.format == "safetensors") {
+    uint64_t n = 0;
+    for (const auto& f : m.extra_files) n += f->size();
+    return n;
+  }
+  return m.file ? m.file->size() : 0;
+}
+
+// Peak RSS budget: mapped file + KV formula + 64 MiB (code, activations,
+// tokenizer, allocator slack) -- issue 11's bound, checked in `rss_within_bound`.
+constexpr uint64_t kRssSlackBytes = 64ull << 20;
+
 static ProbeResult probe_weights(const Model& m, int repeats) {
   std::vector<ByteRange> tensors;
   for (const TensorInfo& t : m.tensors) tensors.push_back({t.data, (size_t)t.n_bytes});
@@ -94,7 +108,12 @@ static nlohmann::json bench_json(const Model& m, const BenchOptions& o, const Be
   const Config& c = m.config;
   const ProcessMemory after = read_process_memory();
   const KvMemoryReport kvr = kv.memory_report();
-  const uint64_t kv_formula = 2ull * c.n_layers * (uint64_t)c.seq_len * c.n_kv_heads * c.head_dim * 4;
+  // 2 * L * T * H_kv * D_h * 4 with T = tokens the run stored (prompt + decoded),
+  // and the same with T = the whole context (what a full-context cache would take).
+  const uint64_t kv_formula = kvr.bytes_formula;
+  const uint64_t kv_full = 2ull * c.n_layers * (uint64_t)c.seq_len * c.n_kv_heads * c.head_dim * 4;
+  const uint64_t file = mapped_file_bytes(m);
+  const uint64_t rss_bound = file + kv_formula + kRssSlackBytes;
   const double decode_tok_s = o.decode_tokens / t.decode_s;
   const double decode_bytes_s = decode_tok_s * (double)weight_bytes(m);
   return {
@@ -104,7 +123,9 @@ static nlohmann::json bench_json(const Model& m, const BenchOptions& o, const Be
       {"decode_tokens", o.decode_tokens}, {"decode_tok_s", decode_tok_s},
       {"ttft_ms", t.ttft_s * 1e3}, {"tpot_ms", t.decode_s * 1e3 / o.decode_tokens},
       {"kv_bytes_formula", kv_formula}, {"kv_bytes_allocated", kvr.bytes_allocated},
-      {"weight_bytes", weight_bytes(m)},
+      {"kv_tokens", kvr.tokens_stored}, {"kv_bytes_full_context", kv_full},
+      {"weight_bytes", weight_bytes(m)}, {"file_bytes", file},
+      {"rss_bound_bytes", rss_bound}, {"rss_within_bound", after.peak_rss <= rss_bound},
       {"peak_rss_bytes", after.peak_rss}, {"rss_file_backed", after.rss_file},
       {"rss_anon", after.rss_anon}, {"rss_anon_before_load", before.rss_anon},
       {"probe_read_bytes_s", probe.bytes_per_s}, {"decode_weight_bytes_s", decode_bytes_s},
@@ -186,6 +207,10 @@ static void print_human(const nlohmann::json& j) {
               j["kv_bytes_allocated"].get<unsigned long long>(), j["kv_bytes_formula"].get<unsigned long long>(),
               j["peak_rss_bytes"].get<unsigned long long>(), j["rss_file_backed"].get<unsigned long long>(),
               j["rss_anon"].get<unsigned long long>());
+  std::printf("RSS bound: file %llu + KV formula %llu (%llu tokens) + 64 MiB = %llu bytes: %s\n",
+              j["file_bytes"].get<unsigned long long>(), j["kv_bytes_formula"].get<unsigned long long>(),
+              j["kv_tokens"].get<unsigned long long>(), j["rss_bound_bytes"].get<unsigned long long>(),
+              j["rss_within_bound"].get<bool>() ? "within" : "EXCEEDED");
 }
 
 // The target's tokenizer, for checking a draft model's vocabulary piece by piece.
@@ -242,7 +267,9 @@ int run_bench(BenchOptions o) {
   const Vocab vocab = target_vocab(o);
   if (speculative_enabled(o.spec))  // a draft that does not fit is refused before anything is timed
     make_draft_source(o.spec, m, &vocab, SamplerConfig{}, o.model.threads);
-  KvCache kv(m.config, KvCacheOptions{});
+  KvCacheOptions ko;
+  ko.reserve_tokens = o.prompt_tokens + o.decode_tokens;  // sized by the run, never the context
+  KvCache kv(m.config, ko);
   ThreadPool pool(o.model.threads);
   Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
   std::vector<double> pp, tg;

@@ -127,6 +127,7 @@ static nlohmann::json kv_json(const RunOptions& o, const GenerationResult& r) {
           {"block_size", o.gen.kv.block_size},
           {"bytes_per_token", m.bytes_per_token},
           {"bytes_allocated", m.bytes_allocated},
+          {"bytes_formula", m.bytes_formula},
           {"blocks_total", m.blocks_total},
           {"blocks_used", m.blocks_used},
           {"blocks_free", m.blocks_free},

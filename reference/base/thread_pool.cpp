@@ -5,11 +5,33 @@
 
 #include "reference/base/errors.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ORACLE_CPU_RELAX() _mm_pause()
+#else
+#define ORACLE_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace oracle {
+
+namespace {
+constexpr int kSpins = 1 << 13;  // ~20-60 us of pause instructions before sleeping
+
+// Spins until done() or the budget runs out; true when done() became true.
+template <class Pred>
+bool spin_until(Pred done) {
+  for (int i = 0; i < kSpins; i++) {
+    if (done()) return true;
+    ORACLE_CPU_RELAX();
+  }
+  return done();
+}
+}  // namespace
 
 // A thread the system refuses (ulimit -u, ulimit -v, cgroup pids) is reported,
 // never left to deadlock or std::terminate: the started workers are stopped
-// and joined, then InputError names the option to lower.
+// (stop_ and a new generation, which is what they wait on) and joined, then
+// InputError names the option to lower.
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   errors_.resize(n_threads_);
   try {
@@ -19,6 +41,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();  // joinable threads must not reach ~thread (std::terminate)
@@ -32,6 +55,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -50,15 +74,20 @@ void ThreadPool::run_range(int index) {
 void ThreadPool::worker(int index) {
   long seen = 0;
   for (;;) {
-    {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
       if (stop_) return;
-      seen = generation_;
     }
     run_range(index);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0) done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // pairs with the waiter's predicate check
+      done_.notify_one();
+    }
   }
 }
 
@@ -72,14 +101,16 @@ void ThreadPool::parallel_for(int n, const std::function<void(int begin, int end
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
     job_n_ = n;
-    pending_ = n_threads_ - 1;
+    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     for (auto& e : errors_) e = nullptr;
-    generation_++;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   run_range(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
   for (auto& e : errors_)
     if (e) std::rethrow_exception(e);
 }

@@ -3,9 +3,11 @@
 // A small fixed-size thread pool. parallel_for hands each thread one fixed,
 // contiguous range of independent outputs (rows, heads): which thread computes
 // an output never changes how it is computed, so the thread count changes no
-// bit (docs/numerics.md, "Threading"). No global pool: the owner (a caller's
+// bit (docs/numerics.md, "Threading"). Workers spin for a few microseconds
+// after a job before sleeping, so back-to-back jobs hand off without a futex. No global pool: the owner (a caller's
 // context object, or forward() for one call) creates and destroys it.
 // ============================================================================
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -39,8 +41,12 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(int, int)>* job_ = nullptr;
   int job_n_ = 0;
-  long generation_ = 0;
-  int pending_ = 0;
+  // Hand-off: a new job bumps generation_; each worker decrements pending_
+  // when its range is done. Both sides spin briefly (a decode step issues
+  // ~5 short jobs per layer) and then sleep on the condition variables, so
+  // an idle pool costs no CPU. Synchronisation only: no result depends on it.
+  std::atomic<long> generation_{0};
+  std::atomic<int> pending_{0};
   bool stop_ = false;
 };
 

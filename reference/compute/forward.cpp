@@ -15,6 +15,8 @@
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
+#include "reference/compute/qmatmul.h"
+#include "reference/model/quant.h"
 #include "reference/model/quantize_rows.h"
 #include "reference/compute/rope_table.h"
 #include "reference/base/memory_budget.h"
@@ -82,11 +84,13 @@ void alloc_state(const Config& c, int n, RunState& st) {
 // ============================================================================
 // Embedding and RoPE rows
 // ============================================================================
+// Row `token` of the embedding, dequantized exactly (a copy when F32).
 void embed(const Ctx& cx, RunState& st) {
+  const WeightMatrix& e = cx.model.weights.token_embedding;  // (vocab_size, dim)
+  const int64_t row_bytes = dtype_row_bytes(e.type, cx.c.dim);
   for (int r = 0; r < st.n; r++)
-    std::memcpy(&st.x[(size_t)r * cx.c.dim],
-                cx.model.weights.token_embedding + (size_t)cx.rows[r].token * cx.c.dim,
-                sizeof(float) * cx.c.dim);
+    dequantize_row(e.type, e.data + (int64_t)cx.rows[r].token * row_bytes, cx.c.dim,
+                   &st.x[(size_t)r * cx.c.dim]);
 }
 
 void rope_rows(const Ctx& cx, RunState& st) {
@@ -155,9 +159,9 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
   for (int r = 0; r < st.n; r++)
     ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.attn_norm, c.dim, c.norm_eps);
   emit(cx, "blk.%d.attn_norm", l, st.xb, c.dim);
-  ops::matmul(st.q.data(), st.xb.data(), w.wq, st.n, c.dim, q_dim, cx.pool);
-  ops::matmul(st.k.data(), st.xb.data(), w.wk, st.n, c.dim, kv_dim, cx.pool);
-  ops::matmul(st.v.data(), st.xb.data(), w.wv, st.n, c.dim, kv_dim, cx.pool);
+  const ops::MatmulJob qkv[] = {{st.q.data(), w.wq, q_dim}, {st.k.data(), w.wk, kv_dim},
+                                 {st.v.data(), w.wv, kv_dim}};
+  ops::matmul_jobs(qkv, st.xb.data(), st.n, c.dim, cx.pool);
   add_bias_rows(st.q.data(), w.bq, st.n, q_dim);
   add_bias_rows(st.k.data(), w.bk, st.n, kv_dim);
   add_bias_rows(st.v.data(), w.bv, st.n, kv_dim);
@@ -186,8 +190,9 @@ void ffn_block(const Ctx& cx, int l, RunState& st) {
   for (int r = 0; r < st.n; r++)
     ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.ffn_norm, c.dim, c.norm_eps);
   emit(cx, "blk.%d.ffn_norm", l, st.xb, c.dim);
-  ops::matmul(st.gate.data(), st.xb.data(), w.w_gate, st.n, c.dim, c.hidden_dim, cx.pool);
-  ops::matmul(st.up.data(), st.xb.data(), w.w_up, st.n, c.dim, c.hidden_dim, cx.pool);
+  const ops::MatmulJob gate_up[] = {{st.gate.data(), w.w_gate, c.hidden_dim},
+                                     {st.up.data(), w.w_up, c.hidden_dim}};
+  ops::matmul_jobs(gate_up, st.xb.data(), st.n, c.dim, cx.pool);
   emit(cx, "blk.%d.ffn_gate", l, st.gate, c.hidden_dim);
   emit(cx, "blk.%d.ffn_up", l, st.up, c.hidden_dim);
   ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * c.hidden_dim);

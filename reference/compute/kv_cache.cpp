@@ -22,12 +22,12 @@ struct KvCache::Impl {
   int bs = 0;      // tokens per block (paged)
   std::vector<std::vector<int>> tokens;  // (max_seqs, length) token ids
 
-  // contiguous: one (n_layers, seq_len, kv_dim) buffer per sequence, on first use
-  std::vector<std::vector<float>> k_seq, v_seq;  // (max_seqs) x (n_layers, seq_len, kv_dim)
+  // contiguous: per sequence a position-major buffer that grows with the request
+  std::vector<std::vector<float>> k_seq, v_seq;  // (max_seqs) x (length, n_layers, kv_dim)
 
-  // paged
+  // paged: blocks are created on first use, up to n_blocks
   int n_blocks = 0;
-  std::vector<float> k_pool, v_pool;            // (n_blocks, n_layers, bs, kv_dim)
+  std::vector<std::vector<float>> k_pool, v_pool;  // (blocks created) x (n_layers, bs, kv_dim)
   std::vector<int> refcount;                    // (n_blocks)
   std::vector<int> free_list;                   // stack of unreferenced, uncached blocks
   std::vector<int> evictable;                   // cached blocks with refcount 0, oldest first
@@ -38,9 +38,9 @@ struct KvCache::Impl {
   std::vector<char> cached;                     // (n_blocks) block is in prefix_map
   int prefix_hits = 0;
 
-  long row(int block, int layer, int slot) const {
-    return (((long)block * cfg.n_layers + layer) * bs + slot) * kv_dim;
-  }
+  long row(int layer, int slot) const { return ((long)layer * bs + slot) * kv_dim; }
+  long pos_row(int layer, int pos) const { return ((long)pos * cfg.n_layers + layer) * kv_dim; }
+  void grow_contiguous(int seq, int pos);
   void check_seq(int seq) const;
   int alloc_block();
   void ref_drop(int block);
@@ -64,6 +64,10 @@ int KvCache::Impl::alloc_block() {
   if (!free_list.empty()) {
     b = free_list.back();
     free_list.pop_back();
+  } else if ((int)k_pool.size() < n_blocks) {  // create a new block
+    b = (int)k_pool.size();
+    k_pool.emplace_back((size_t)cfg.n_layers * bs * kv_dim, 0.0f);
+    v_pool.emplace_back(k_pool.back().size(), 0.0f);
   } else if (!evictable.empty()) {
     b = evictable.front();  // least recently released cached block
     evictable.erase(evictable.begin());
@@ -107,21 +111,11 @@ void KvCache::Impl::copy_on_write(int seq, int bi, int filled) {
 #endif
   int b = alloc_block();
   for (int l = 0; l < cfg.n_layers; l++) {
-    std::memcpy(&k_pool[row(b, l, 0)], &k_pool[row(old, l, 0)], sizeof(float) * filled * kv_dim);
-    std::memcpy(&v_pool[row(b, l, 0)], &v_pool[row(old, l, 0)], sizeof(float) * filled * kv_dim);
+    std::memcpy(&k_pool[b][row(l, 0)], &k_pool[old][row(l, 0)], sizeof(float) * filled * kv_dim);
+    std::memcpy(&v_pool[b][row(l, 0)], &v_pool[old][row(l, 0)], sizeof(float) * filled * kv_dim);
   }
   tables[seq][bi] = b;
   ref_drop(old);
-}
-
-// Slots of `block` holding K/V some sequence can read (max over its users).
-int KvCache::Impl::filled_slots(int block) const {
-  int filled = 0;
-  for (size_t s = 0; s < tables.size(); s++)
-    for (size_t bi = 0; bi < tables[s].size(); bi++)
-      if (tables[s][bi] == block)
-        filled = std::max(filled, std::min(bs, (int)tokens[s].size() - (int)bi * bs));
-  return filled;
 }
 
 // Admission control (base/memory_budget.h): K and V of `positions` tokens, checked
@@ -134,6 +128,34 @@ static void admit_kv(const Config& c, uint64_t positions, const char* what) {
                        std::to_string(positions) + " positions x " + std::to_string(kv_dim) + " floats)",
                    "lower --context (the context length is " + std::to_string(c.seq_len) + ")");
 }
+
+// Room for position `pos` of a contiguous sequence: capacity doubles from
+// reserve_tokens (default 16), capped at the context length.
+// A reallocation needs the new buffer while the old one still lives: admitted whole.
+void KvCache::Impl::grow_contiguous(int seq, int pos) {
+  const size_t stride = (size_t)cfg.n_layers * kv_dim, need = (size_t)(pos + 1) * stride;
+  std::vector<float>&k = k_seq[seq], &v = v_seq[seq];
+  if (k.capacity() < need) {
+    size_t have = k.capacity() / stride, first = opt.reserve_tokens > 0 ? opt.reserve_tokens : 16;
+    size_t tokens = std::min<size_t>(cfg.seq_len, std::max({(size_t)pos + 1, 2 * have, first}));
+    if (have > 0) admit_kv(cfg, (uint64_t)tokens, "growing the KV cache of one sequence");
+    k.reserve(tokens * stride);
+    v.reserve(tokens * stride);
+  }
+  k.resize(need, 0.0f);
+  v.resize(need, 0.0f);
+}
+
+// Slots of `block` holding K/V some sequence can read (max over its users).
+int KvCache::Impl::filled_slots(int block) const {
+  int filled = 0;
+  for (size_t s = 0; s < tables.size(); s++)
+    for (size_t bi = 0; bi < tables[s].size(); bi++)
+      if (tables[s][bi] == block)
+        filled = std::max(filled, std::min(bs, (int)tokens[s].size() - (int)bi * bs));
+  return filled;
+}
+
 
 // ============================================================================
 // Public API
@@ -149,7 +171,10 @@ KvCache::KvCache(const Config& config, const KvCacheOptions& options)
   m.kv_dim = config.n_kv_heads * config.head_dim;
   m.tokens.resize(options.max_seqs);
   if (!options.paged) {
-    admit_kv(config, (uint64_t)std::max(0, config.seq_len), "the KV cache of one sequence");
+    // What the request says it needs (reserve_tokens), else the whole context;
+    // growth past it is admitted step by step in grow_contiguous.
+    const int admitted = options.reserve_tokens > 0 ? std::min(options.reserve_tokens, config.seq_len) : config.seq_len;
+    admit_kv(config, (uint64_t)std::max(0, admitted), "the KV cache of one sequence");
     m.k_seq.resize(options.max_seqs);
     m.v_seq.resize(options.max_seqs);
     return;
@@ -159,13 +184,10 @@ KvCache::KvCache(const Config& config, const KvCacheOptions& options)
                                            : (long)options.max_seqs * config.seq_len;
   admit_kv(config, (uint64_t)std::max(0L, max_tokens) + (uint64_t)m.bs, "the paged KV pool");
   m.n_blocks = (int)((max_tokens + m.bs - 1) / m.bs);
-  m.k_pool.assign((size_t)m.n_blocks * config.n_layers * m.bs * m.kv_dim, 0.0f);
-  m.v_pool.assign(m.k_pool.size(), 0.0f);
   m.refcount.assign(m.n_blocks, 0);
   m.cached.assign(m.n_blocks, 0);
   m.block_key.resize(m.n_blocks);
-  for (int b = m.n_blocks - 1; b >= 0; b--) m.free_list.push_back(b);  // pops 0, 1, 2, ...
-  m.tables.resize(options.max_seqs);
+  m.tables.resize(options.max_seqs);  // blocks 0, 1, 2, ... are created on demand
 }
 
 KvCache::~KvCache() = default;
@@ -191,11 +213,7 @@ int KvCache::append(int seq, int token) {
                 "sequence " + std::to_string(seq) + " is full (context length " +
                     std::to_string(m.cfg.seq_len) + ")");
   if (!m.opt.paged) {
-    if (m.k_seq[seq].empty()) {
-      admit_kv(m.cfg, (uint64_t)m.cfg.seq_len, "the KV cache of one sequence");
-      m.k_seq[seq].assign((size_t)m.cfg.n_layers * m.cfg.seq_len * m.kv_dim, 0.0f);
-      m.v_seq[seq].assign(m.k_seq[seq].size(), 0.0f);
-    }
+    m.grow_contiguous(seq, pos);
   } else if (pos % m.bs == 0) {
     m.tables[seq].push_back(m.alloc_block());
   } else {
@@ -271,13 +289,13 @@ float* KvCache::value_mut(int seq, int layer, int pos) {
 
 const float* KvCache::key(int seq, int layer, int pos) const {
   const Impl& m = *impl_;
-  if (!m.opt.paged) return &m.k_seq[seq][((size_t)layer * m.cfg.seq_len + pos) * m.kv_dim];
-  return &m.k_pool[m.row(m.tables[seq][pos / m.bs], layer, pos % m.bs)];
+  if (!m.opt.paged) return &m.k_seq[seq][m.pos_row(layer, pos)];
+  return &m.k_pool[m.tables[seq][pos / m.bs]][m.row(layer, pos % m.bs)];
 }
 const float* KvCache::value(int seq, int layer, int pos) const {
   const Impl& m = *impl_;
-  if (!m.opt.paged) return &m.v_seq[seq][((size_t)layer * m.cfg.seq_len + pos) * m.kv_dim];
-  return &m.v_pool[m.row(m.tables[seq][pos / m.bs], layer, pos % m.bs)];
+  if (!m.opt.paged) return &m.v_seq[seq][m.pos_row(layer, pos)];
+  return &m.v_pool[m.tables[seq][pos / m.bs]][m.row(layer, pos % m.bs)];
 }
 
 // ---- memory report ------------------------------------------------------------------
@@ -286,19 +304,24 @@ KvMemoryReport KvCache::memory_report() const {
   KvMemoryReport r;
   r.bytes_per_token = 2ull * m.cfg.n_layers * m.kv_dim * sizeof(float);
   for (const auto& t : m.tokens) r.tokens_logical += t.size();
-  if (!m.opt.paged) {  // one block of seq_len tokens per sequence that has storage
-    for (size_t s = 0; s < m.k_seq.size(); s++)
-      if (!m.k_seq[s].empty()) r.blocks_used++;
+  if (!m.opt.paged) {  // one "block" per sequence with storage: its current capacity
+    uint64_t slots = 0;
+    const uint64_t stride = (uint64_t)m.cfg.n_layers * m.kv_dim;
+    for (size_t s = 0; s < m.k_seq.size(); s++) {
+      if (m.k_seq[s].capacity() == 0) continue;
+      r.blocks_used++;
+      slots += m.k_seq[s].capacity() / stride;
+    }
     r.blocks_total = m.opt.max_seqs;
     r.blocks_free = r.blocks_total - r.blocks_used;
-    r.bytes_allocated = (uint64_t)r.blocks_used * m.cfg.seq_len * r.bytes_per_token;
+    r.bytes_allocated = slots * r.bytes_per_token;
     r.tokens_stored = r.tokens_logical;
-    uint64_t slots = (uint64_t)r.blocks_used * m.cfg.seq_len;
+    r.bytes_formula = r.tokens_stored * r.bytes_per_token;
     r.internal_fragmentation = slots ? 1.0 - (double)r.tokens_stored / (double)slots : 0.0;
     return r;
   }
   r.blocks_total = m.n_blocks;
-  r.bytes_allocated = (uint64_t)m.n_blocks * m.bs * r.bytes_per_token;
+  r.bytes_allocated = (uint64_t)m.k_pool.size() * m.bs * r.bytes_per_token;
   for (int b = 0; b < m.n_blocks; b++) {
     if (m.refcount[b] == 0) continue;
     r.blocks_used++;
@@ -306,6 +329,7 @@ KvMemoryReport KvCache::memory_report() const {
   }
   r.blocks_free = r.blocks_total - r.blocks_used;
   r.blocks_cached = (int)m.evictable.size();
+  r.bytes_formula = r.tokens_stored * r.bytes_per_token;
   uint64_t slots = (uint64_t)r.blocks_used * m.bs;
   r.internal_fragmentation = slots ? 1.0 - (double)r.tokens_stored / (double)slots : 0.0;
   r.prefix_hits = m.prefix_hits;

@@ -19,7 +19,12 @@ struct KvCacheOptions {
   bool paged = false;
   int block_size = 16;      // tokens per block (paged)
   int max_seqs = 1;
-  int max_tokens = 0;       // pool capacity in tokens (0: max_seqs * seq_len)
+  int max_tokens = 0;       // paged: pool capacity in tokens (0: max_seqs * seq_len)
+  // Storage is allocated as the request needs it, never the whole context up
+  // front: contiguous sequences grow (doubling, capped at seq_len) from an
+  // initial `reserve_tokens` (e.g. prompt + max_tokens; 0: 16) and paged
+  // blocks are allocated when first used, up to max_tokens.
+  int reserve_tokens = 0;
   bool prefix_cache = true; // paged: share blocks of identical token prefixes
   uint64_t prefix_key = 0;  // model/tokenizer hash + anything that changes K/V
   // int8 KV-cache mode (oracle certify --candidate-kv-int8): forward() passes every
@@ -30,7 +35,8 @@ struct KvCacheOptions {
 
 struct KvMemoryReport {
   uint64_t bytes_per_token = 0;   // 2 * L * H_kv * D_h * sizeof(float)
-  uint64_t bytes_allocated = 0;
+  uint64_t bytes_allocated = 0;   // storage allocated now (contiguous capacity, or blocks created)
+  uint64_t bytes_formula = 0;     // bytes_per_token * tokens_stored: 2 * L * T * H_kv * D_h * 4
   int blocks_total = 0, blocks_used = 0, blocks_free = 0;
   double internal_fragmentation = 0.0;  // unused slots in used blocks / slots in used blocks
   int prefix_hits = 0;                  // blocks reused from the prefix cache

@@ -131,6 +131,8 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   Request req(model, tokenizer, prompt, options);
   KvCacheOptions ko = options.kv;
   ko.max_seqs = 1;
+  if (ko.reserve_tokens <= 0)  // size the cache by the request, not the context
+    ko.reserve_tokens = (int)std::min<long>(model.config.seq_len, (long)req.prompt().size() + options.max_tokens);
   KvCache kv(model.config, ko);
   ThreadPool pool(std::max(1, options.threads));  // one pool for every step of the request
   ForwardOptions fo;

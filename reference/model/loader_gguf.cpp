@@ -202,7 +202,7 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-// ---- tensors -> float32 Weights ------------------------------------------------------------
+// ---- tensors -> Weights (matrices mapped in their stored type) ------------------------------------------------------------
 const GgufTensorInfo& need_tensor(const GgufFile& g, const std::string& name,
                                   const std::vector<int64_t>& dims) {
   const GgufTensorInfo* t = g.find_tensor(name);
@@ -212,39 +212,52 @@ const GgufTensorInfo& need_tensor(const GgufFile& g, const std::string& name,
   return *t;
 }
 
-// F32 stays mapped; every other type is dequantized row by row into weights.owned.
+// Norm vectors: F32 stays mapped; any other type is dequantized into weights.owned.
 const float* tensor_f32(const GgufTensorInfo& t, Weights& w) {
   const auto type = static_cast<DType>(t.ggml_type);
   if (type == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
     return reinterpret_cast<const float*>(t.data);
-  const int64_t row_len = t.dims[0];
-  const int64_t row_bytes = dtype_row_bytes(type, row_len);
-  const int64_t rows = t.n_elements() / row_len;
-  std::vector<float> out(static_cast<size_t>(t.n_elements()));  // (rows, row_len)
-  for (int64_t r = 0; r < rows; r++)
-    dequantize_row(type, t.data + r * row_bytes, row_len, out.data() + r * row_len);
+  std::vector<float> out(static_cast<size_t>(t.n_elements()));  // (n)
+  dequantize_row(type, t.data, t.n_elements(), out.data());
   return keep_owned(w, std::move(out));
 }
 
-const float* load_tensor(const GgufFile& g, Model& m, const std::string& name,
+// Matrices stay mapped in their stored type (docs/numerics.md, "Stored-type weights").
+WeightMatrix tensor_matrix(const GgufFile& g, const GgufTensorInfo& t) {
+  const auto type = static_cast<DType>(t.ggml_type);
+  require_input(dtype_row_bytes(type, t.dims[0]) > 0, g.path(), t.name,
+                std::string(dtype_name(type)) + " rows of " + std::to_string(t.dims[0]) +
+                    " elements are not a whole number of blocks");
+  return WeightMatrix(type, t.data);
+}
+
+const float* load_vector(const GgufFile& g, Model& m, const std::string& name,
                          const std::vector<int64_t>& dims) {
   return tensor_f32(need_tensor(g, name, dims), m.weights);
 }
 
-// qwen2 GGUFs keep HF's rotate-half (NEOX) rows in attn_q/attn_k (convert_hf_to_gguf
-// permutes only llama's); they are permuted to interleaved pairs here, biases too.
-// GGUF llama rows are already interleaved pairs.
-const float* load_rope_tensor(const GgufFile& g, Model& m, const std::string& name,
-                              const std::vector<int64_t>& dims, int n_heads) {
-  const float* w = load_tensor(g, m, name, dims);
-  if (m.config.architecture != "qwen2") return w;
-  const int cols = dims.size() == 2 ? (int)dims[0] : 1;
-  return keep_owned(m.weights, unpermute_rotate_half(w, n_heads, m.config.head_dim, cols));
+WeightMatrix load_matrix(const GgufFile& g, const std::string& name, const std::vector<int64_t>& dims) {
+  return tensor_matrix(g, need_tensor(g, name, dims));
 }
 
-const float* load_optional_rope_tensor(const GgufFile& g, Model& m, const std::string& name,
-                                       const std::vector<int64_t>& dims, int n_heads) {
-  return g.find_tensor(name) ? load_rope_tensor(g, m, name, dims, n_heads) : nullptr;
+// qwen2 GGUFs keep HF's rotate-half (NEOX) rows in attn_q/attn_k (convert_hf_to_gguf
+// permutes only llama's); they are permuted to interleaved pairs here — rows copied
+// in their stored type into weights.owned_raw — and their biases too. GGUF llama
+// rows are already interleaved pairs.
+WeightMatrix load_rope_matrix(const GgufFile& g, Model& m, const std::string& name, const std::vector<int64_t>& dims,
+                              int n_heads) {
+  const WeightMatrix w = load_matrix(g, name, dims);
+  if (m.config.architecture != "qwen2") return w;
+  const size_t row_bytes = (size_t)dtype_row_bytes(w.type, dims[0]);
+  auto& raw = m.weights.owned_raw.emplace_back(unpermute_rotate_half_rows(w.data, n_heads, m.config.head_dim, row_bytes));
+  return WeightMatrix(w.type, raw.data());
+}
+
+const float* load_optional_rope_bias(const GgufFile& g, Model& m, const std::string& name, int64_t n, int n_heads) {
+  if (!g.find_tensor(name)) return nullptr;
+  const float* b = load_vector(g, m, name, {n});
+  if (m.config.architecture != "qwen2") return b;
+  return keep_owned(m.weights, unpermute_rotate_half(b, n_heads, m.config.head_dim, 1));
 }
 
 // Llama 3 frequency factors (one per rotary pair), applied as llama.cpp does: angle / ff.
@@ -266,18 +279,18 @@ void load_layer(const GgufFile& g, Model& m, int l) {
   const int64_t q = int64_t(c.n_heads) * c.head_dim, kv = int64_t(c.n_kv_heads) * c.head_dim;
   const std::string p = "blk." + std::to_string(l) + ".";
   LayerWeights& lw = m.weights.layers[l];
-  lw.attn_norm = load_tensor(g, m, p + "attn_norm.weight", {dim});
-  lw.wq = load_rope_tensor(g, m, p + "attn_q.weight", {dim, q}, c.n_heads);
-  lw.wk = load_rope_tensor(g, m, p + "attn_k.weight", {dim, kv}, c.n_kv_heads);
-  lw.wv = load_tensor(g, m, p + "attn_v.weight", {dim, kv});
-  lw.wo = load_tensor(g, m, p + "attn_output.weight", {q, dim});
-  lw.ffn_norm = load_tensor(g, m, p + "ffn_norm.weight", {dim});
-  lw.w_gate = load_tensor(g, m, p + "ffn_gate.weight", {dim, hid});
-  lw.w_down = load_tensor(g, m, p + "ffn_down.weight", {hid, dim});
-  lw.w_up = load_tensor(g, m, p + "ffn_up.weight", {dim, hid});
-  lw.bq = load_optional_rope_tensor(g, m, p + "attn_q.bias", {q}, c.n_heads);
-  lw.bk = load_optional_rope_tensor(g, m, p + "attn_k.bias", {kv}, c.n_kv_heads);
-  lw.bv = g.find_tensor(p + "attn_v.bias") ? load_tensor(g, m, p + "attn_v.bias", {kv}) : nullptr;
+  lw.attn_norm = load_vector(g, m, p + "attn_norm.weight", {dim});
+  lw.wq = load_rope_matrix(g, m, p + "attn_q.weight", {dim, q}, c.n_heads);
+  lw.wk = load_rope_matrix(g, m, p + "attn_k.weight", {dim, kv}, c.n_kv_heads);
+  lw.wv = load_matrix(g, p + "attn_v.weight", {dim, kv});
+  lw.wo = load_matrix(g, p + "attn_output.weight", {q, dim});
+  lw.ffn_norm = load_vector(g, m, p + "ffn_norm.weight", {dim});
+  lw.w_gate = load_matrix(g, p + "ffn_gate.weight", {dim, hid});
+  lw.w_down = load_matrix(g, p + "ffn_down.weight", {hid, dim});
+  lw.w_up = load_matrix(g, p + "ffn_up.weight", {dim, hid});
+  lw.bq = load_optional_rope_bias(g, m, p + "attn_q.bias", q, c.n_heads);
+  lw.bk = load_optional_rope_bias(g, m, p + "attn_k.bias", kv, c.n_kv_heads);
+  lw.bv = g.find_tensor(p + "attn_v.bias") ? load_vector(g, m, p + "attn_v.bias", {kv}) : nullptr;
   if (lw.bq || lw.bk || lw.bv) m.config.qkv_bias = true;
 }
 
@@ -290,15 +303,15 @@ void load_classifier(const GgufFile& g, Model& m) {
               out->dims == emb->dims && std::memcmp(out->data, emb->data, out->n_bytes) == 0;
   m.config.tied_classifier = out == nullptr || same;
   if (m.config.tied_classifier) m.weights.classifier = m.weights.token_embedding;
-  else m.weights.classifier = load_tensor(g, m, "output.weight", emb->dims);
+  else m.weights.classifier = load_matrix(g, "output.weight", emb->dims);
 }
 
 void load_weights(const GgufFile& g, Model& m) {
   const int64_t dim = m.config.dim, vocab = m.config.vocab_size;
-  m.weights.token_embedding = load_tensor(g, m, "token_embd.weight", {dim, vocab});
+  m.weights.token_embedding = load_matrix(g, "token_embd.weight", {dim, vocab});
   m.weights.layers.resize(m.config.n_layers);
   for (int l = 0; l < m.config.n_layers; l++) load_layer(g, m, l);
-  m.weights.final_norm = load_tensor(g, m, "output_norm.weight", {dim});
+  m.weights.final_norm = load_vector(g, m, "output_norm.weight", {dim});
   load_classifier(g, m);
   load_freq_factors(g, m);
 }

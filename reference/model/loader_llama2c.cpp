@@ -72,8 +72,9 @@ struct Walker {
 std::string blk(int l, const char* what) { return "blk." + std::to_string(l) + "." + what + ".weight"; }
 
 // Per-layer tensors are stored stacked: all layers of rms_att, then all wq, ...
+template <class Member>
 void take_stacked(Walker& wk, Model& m, const char* name, std::vector<int64_t> shape,
-                  const float* LayerWeights::*member) {
+                  Member LayerWeights::*member) {
   for (int l = 0; l < m.config.n_layers; l++)
     m.weights.layers[l].*member = wk.take(blk(l, name), shape);
 }

@@ -277,7 +277,7 @@ Config read_hf_config(const std::string& file) {
   return c;
 }
 
-// ---- tensors -> float32 Weights ----------------------------------------------------------------------
+// ---- tensors -> Weights (matrices in their stored type) ----------------------------------------------------------------------
 struct StModel {
   Model& m;
   StTable table;
@@ -310,7 +310,8 @@ const StTensor& need(StModel& s, const std::string& name, const std::vector<int6
   return it->second;
 }
 
-const float* load_tensor(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
+// Norm vectors: F32 stays mapped; F16/BF16 are dequantized into weights.owned.
+const float* load_vector(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
   const StTensor& t = need(s, name, shape);
   if (t.type == DType::F32 && reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0)
     return reinterpret_cast<const float*>(t.data);
@@ -319,11 +320,19 @@ const float* load_tensor(StModel& s, const std::string& name, const std::vector<
   return keep_owned(s.m.weights, std::move(out));
 }
 
-// q_proj / k_proj: rotate-half rows -> interleaved pairs.
-const float* load_rope_rows(StModel& s, const std::string& name, int n_heads) {
+// Matrices stay mapped in their stored type.
+WeightMatrix load_matrix(StModel& s, const std::string& name, const std::vector<int64_t>& shape) {
+  const StTensor& t = need(s, name, shape);
+  return WeightMatrix(t.type, t.data);
+}
+
+// q_proj / k_proj: rotate-half rows -> interleaved pairs, copied in their stored type.
+WeightMatrix load_rope_rows(StModel& s, const std::string& name, int n_heads) {
   const Config& c = s.m.config;
-  const float* hf = load_tensor(s, name, {int64_t(n_heads) * c.head_dim, c.dim});
-  return keep_owned(s.m.weights, unpermute_rotate_half(hf, n_heads, c.head_dim, c.dim));
+  const StTensor& t = need(s, name, {int64_t(n_heads) * c.head_dim, c.dim});
+  auto& raw = s.m.weights.owned_raw.emplace_back(
+      unpermute_rotate_half_rows(t.data, n_heads, c.head_dim, size_t(dtype_row_bytes(t.type, c.dim))));
+  return WeightMatrix(t.type, raw.data());
 }
 
 void load_layer(StModel& s, int l) {
@@ -332,34 +341,34 @@ void load_layer(StModel& s, int l) {
   const int64_t kv = int64_t(c.n_kv_heads) * c.head_dim;
   const std::string p = "model.layers." + std::to_string(l) + ".";
   LayerWeights& lw = s.m.weights.layers[l];
-  lw.attn_norm = load_tensor(s, p + "input_layernorm.weight", {dim});
+  lw.attn_norm = load_vector(s, p + "input_layernorm.weight", {dim});
   lw.wq = load_rope_rows(s, p + "self_attn.q_proj.weight", c.n_heads);
   lw.wk = load_rope_rows(s, p + "self_attn.k_proj.weight", c.n_kv_heads);
   if (c.qkv_bias) {  // qwen2: q/k biases permuted like their rows
-    lw.bq = keep_owned(s.m.weights, unpermute_rotate_half(load_tensor(s, p + "self_attn.q_proj.bias", {q}),
+    lw.bq = keep_owned(s.m.weights, unpermute_rotate_half(load_vector(s, p + "self_attn.q_proj.bias", {q}),
                                                           c.n_heads, c.head_dim, 1));
-    lw.bk = keep_owned(s.m.weights, unpermute_rotate_half(load_tensor(s, p + "self_attn.k_proj.bias", {kv}),
+    lw.bk = keep_owned(s.m.weights, unpermute_rotate_half(load_vector(s, p + "self_attn.k_proj.bias", {kv}),
                                                           c.n_kv_heads, c.head_dim, 1));
-    lw.bv = load_tensor(s, p + "self_attn.v_proj.bias", {kv});
+    lw.bv = load_vector(s, p + "self_attn.v_proj.bias", {kv});
   }
-  lw.wv = load_tensor(s, p + "self_attn.v_proj.weight", {kv, dim});
-  lw.wo = load_tensor(s, p + "self_attn.o_proj.weight", {dim, q});
-  lw.ffn_norm = load_tensor(s, p + "post_attention_layernorm.weight", {dim});
-  lw.w_gate = load_tensor(s, p + "mlp.gate_proj.weight", {hid, dim});
-  lw.w_down = load_tensor(s, p + "mlp.down_proj.weight", {dim, hid});
-  lw.w_up = load_tensor(s, p + "mlp.up_proj.weight", {hid, dim});
+  lw.wv = load_matrix(s, p + "self_attn.v_proj.weight", {kv, dim});
+  lw.wo = load_matrix(s, p + "self_attn.o_proj.weight", {dim, q});
+  lw.ffn_norm = load_vector(s, p + "post_attention_layernorm.weight", {dim});
+  lw.w_gate = load_matrix(s, p + "mlp.gate_proj.weight", {hid, dim});
+  lw.w_down = load_matrix(s, p + "mlp.down_proj.weight", {dim, hid});
+  lw.w_up = load_matrix(s, p + "mlp.up_proj.weight", {hid, dim});
 }
 
 void load_weights(StModel& s) {
   Config& c = s.m.config;
   const int64_t dim = c.dim, vocab = c.vocab_size;
-  s.m.weights.token_embedding = load_tensor(s, "model.embed_tokens.weight", {vocab, dim});
+  s.m.weights.token_embedding = load_matrix(s, "model.embed_tokens.weight", {vocab, dim});
   s.m.weights.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; l++) load_layer(s, l);
-  s.m.weights.final_norm = load_tensor(s, "model.norm.weight", {dim});
+  s.m.weights.final_norm = load_vector(s, "model.norm.weight", {dim});
   if (!s.table.count("lm_head.weight")) c.tied_classifier = true;
   s.m.weights.classifier = c.tied_classifier ? s.m.weights.token_embedding
-                                             : load_tensor(s, "lm_head.weight", {vocab, dim});
+                                             : load_matrix(s, "lm_head.weight", {vocab, dim});
 }
 
 // num_hidden_layers must cover every model.layers.N tensor (fewer would run a prefix).

@@ -1,8 +1,8 @@
 #pragma once
 // ============================================================================
 // Checkpoint loaders behind load_model (model.cpp dispatches on the magic).
-// Each returns a Model whose Weights are float32, row-major, RoPE in the
-// interleaved-pairs layout; F32 tensors stay memory-mapped.
+// Each returns a Model whose matrices stay memory-mapped in their stored type
+// (row-major, RoPE in the interleaved-pairs layout) and whose norms are float32.
 // Shared helpers: config validation and the owned-buffer bookkeeping.
 // ============================================================================
 #include <string>
@@ -33,5 +33,8 @@ const float* keep_owned(Weights& w, std::vector<float> data);
 // HF rotate-half rows -> interleaved pairs, per head: out row h*hd + 2j + i
 // takes in row h*hd + i*hd/2 + j (i in {0,1}, j < hd/2). `rows` = n_heads * hd.
 std::vector<float> unpermute_rotate_half(const float* w, int n_heads, int head_dim, int cols);
+// The same row permutation on rows of `row_bytes` bytes in any stored type.
+std::vector<uint8_t> unpermute_rotate_half_rows(const uint8_t* w, int n_heads, int head_dim,
+                                                size_t row_bytes);
 
 }  // namespace oracle

@@ -51,16 +51,25 @@ const float* keep_owned(Weights& w, std::vector<float> data) {
   return w.owned.back().data();  // the inner buffer does not move when `owned` grows
 }
 
-std::vector<float> unpermute_rotate_half(const float* w, int n_heads, int head_dim, int cols) {
-  std::vector<float> out(size_t(n_heads) * head_dim * cols);  // (n_heads * head_dim, cols)
+std::vector<uint8_t> unpermute_rotate_half_rows(const uint8_t* w, int n_heads, int head_dim,
+                                                size_t row_bytes) {
+  std::vector<uint8_t> out(size_t(n_heads) * head_dim * row_bytes);  // (n_heads * head_dim) rows
   const int half = head_dim / 2;
   for (int h = 0; h < n_heads; h++)
     for (int j = 0; j < half; j++)
       for (int i = 0; i < 2; i++) {
-        const float* src = w + (size_t(h) * head_dim + size_t(i) * half + j) * cols;
-        float* dst = out.data() + (size_t(h) * head_dim + 2 * size_t(j) + i) * cols;
-        std::memcpy(dst, src, sizeof(float) * cols);
+        const uint8_t* src = w + (size_t(h) * head_dim + size_t(i) * half + j) * row_bytes;
+        uint8_t* dst = out.data() + (size_t(h) * head_dim + 2 * size_t(j) + i) * row_bytes;
+        std::memcpy(dst, src, row_bytes);
       }
+  return out;
+}
+
+std::vector<float> unpermute_rotate_half(const float* w, int n_heads, int head_dim, int cols) {
+  std::vector<uint8_t> bytes = unpermute_rotate_half_rows(reinterpret_cast<const uint8_t*>(w), n_heads,
+                                                          head_dim, sizeof(float) * cols);
+  std::vector<float> out(bytes.size() / sizeof(float));  // (n_heads * head_dim, cols)
+  std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 

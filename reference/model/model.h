@@ -2,8 +2,9 @@
 // ============================================================================
 // Model = Config + Weights (+ the tokenizer vocabulary a file embeds).
 // Loaders (llama2.c, GGUF, safetensors) all produce this one in-memory form:
-// float32 row-major matrices, RoPE in the interleaved-pairs layout
-// (llama2.c/GGUF); HF rotate-half checkpoints are permuted at load.
+// row-major matrices in their stored type (memory-mapped), float32 norms,
+// RoPE in the interleaved-pairs layout (llama2.c/GGUF); HF rotate-half
+// checkpoints have their q/k rows permuted at load.
 // ============================================================================
 #include <cstdint>
 #include <memory>
@@ -55,17 +56,44 @@ struct Config {
   std::string architecture = "llama";
 };
 
-// ---- Weights (float32; pointers into the mapped file or into `owned`) --------
+// ---- Storage types (ggml's type ids) -------------------------------------------------
+enum class DType : int {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+  // Project-specific per-row int8 (see docs/formats.md); outside ggml's range.
+  I8_ROW = 1000,
+};
+
+// ---- Weights ---------------------------------------------------------------------------
+// A weight matrix (n_out, k) exactly as stored: `type` blocks, row-major, row r
+// at data + r * dtype_row_bytes(type, k). Points into the mapped file (or into
+// Weights::owned / owned_raw); never converted at load. The matmul
+// (reference/compute/qmatmul.h) dequantizes blocks in registers in the order
+// dequantize_row uses, so its bits equal dequantize-then-dot_canonical.
+struct WeightMatrix {
+  DType type = DType::F32;
+  const uint8_t* data = nullptr;
+  WeightMatrix() = default;
+  WeightMatrix(DType t, const uint8_t* p) : type(t), data(p) {}
+  WeightMatrix(const float* p)  // NOLINT: an F32 matrix is just its pointer
+      : type(DType::F32), data(reinterpret_cast<const uint8_t*>(p)) {}
+  // The float32 data when the matrix is stored as F32, else nullptr.
+  const float* f32() const {
+    return type == DType::F32 ? reinterpret_cast<const float*>(data) : nullptr;
+  }
+  bool operator==(const WeightMatrix&) const = default;
+};
+
 struct LayerWeights {
-  const float* attn_norm = nullptr;  // (dim)
-  const float* wq = nullptr;         // (n_heads * head_dim, dim)
-  const float* wk = nullptr;         // (n_kv_heads * head_dim, dim)
-  const float* wv = nullptr;         // (n_kv_heads * head_dim, dim)
-  const float* wo = nullptr;         // (dim, n_heads * head_dim)
+  const float* attn_norm = nullptr;  // (dim) float32 (dequantized at load if stored otherwise)
+  WeightMatrix wq;                   // (n_heads * head_dim, dim)
+  WeightMatrix wk;                   // (n_kv_heads * head_dim, dim)
+  WeightMatrix wv;                   // (n_kv_heads * head_dim, dim)
+  WeightMatrix wo;                   // (dim, n_heads * head_dim)
   const float* ffn_norm = nullptr;   // (dim)
-  const float* w_gate = nullptr;     // (hidden_dim, dim)   llama2.c w1
-  const float* w_down = nullptr;     // (dim, hidden_dim)   llama2.c w2
-  const float* w_up = nullptr;       // (hidden_dim, dim)   llama2.c w3
+  WeightMatrix w_gate;               // (hidden_dim, dim)   llama2.c w1
+  WeightMatrix w_down;               // (dim, hidden_dim)   llama2.c w2
+  WeightMatrix w_up;                 // (hidden_dim, dim)   llama2.c w3
   // Projection biases (Config::qkv_bias), null otherwise; rows permuted like wq/wk.
   const float* bq = nullptr;         // (n_heads * head_dim)
   const float* bk = nullptr;         // (n_kv_heads * head_dim)
@@ -73,13 +101,15 @@ struct LayerWeights {
 };
 
 struct Weights {
-  const float* token_embedding = nullptr;  // (vocab_size, dim)
+  WeightMatrix token_embedding;            // (vocab_size, dim); rows dequantized on lookup
   std::vector<LayerWeights> layers;        // (n_layers)
   const float* final_norm = nullptr;       // (dim)
-  const float* classifier = nullptr;       // (vocab_size, dim); == token_embedding when tied
-  // Buffers for tensors that had to be converted (F16/BF16/quantized -> F32,
-  // HF RoPE permutation). F32 tensors stay memory-mapped.
+  WeightMatrix classifier;                 // (vocab_size, dim); == token_embedding when tied
+  // Buffers for the few tensors that must be rebuilt: non-F32 norm vectors
+  // (dequantized), and matrices whose rows the loader reorders (HF RoPE
+  // permutation, rows copied in their stored type into owned_raw).
   std::vector<std::vector<float>> owned;
+  std::vector<std::vector<uint8_t>> owned_raw;
 };
 
 // ---- Vocabulary embedded in (or loaded beside) a checkpoint ---------------------
@@ -108,14 +138,7 @@ struct Vocab {
   int max_token_length = 0;         // llama2.c tokenizer.bin header
 };
 
-// ---- Raw tensor table (what the file holds, before conversion) -------------------
-enum class DType : int {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
-  // Project-specific per-row int8 (see docs/formats.md); outside ggml's range.
-  I8_ROW = 1000,
-};
-
+// ---- Raw tensor table (what the file holds) ---------------------------------------
 struct TensorInfo {
   std::string name;
   DType type = DType::F32;

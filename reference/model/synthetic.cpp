@@ -220,8 +220,8 @@ static const float* owned_tensor(Model& m, const SyntheticTensor& t, uint64_t se
 // so the in-memory model permutes them to interleaved pairs as load_gguf does.
 static void permute_qwen2(Model& m, LayerWeights& w) {
   const Config& c = m.config;
-  w.wq = keep_owned(m.weights, unpermute_rotate_half(w.wq, c.n_heads, c.head_dim, c.dim));
-  w.wk = keep_owned(m.weights, unpermute_rotate_half(w.wk, c.n_kv_heads, c.head_dim, c.dim));
+  w.wq = keep_owned(m.weights, unpermute_rotate_half(w.wq.f32(), c.n_heads, c.head_dim, c.dim));
+  w.wk = keep_owned(m.weights, unpermute_rotate_half(w.wk.f32(), c.n_kv_heads, c.head_dim, c.dim));
   if (w.bq) w.bq = keep_owned(m.weights, unpermute_rotate_half(w.bq, c.n_heads, c.head_dim, 1));
   if (w.bk) w.bk = keep_owned(m.weights, unpermute_rotate_half(w.bk, c.n_kv_heads, c.head_dim, 1));
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 #include "reference/model/model.h"
 #include "numerics/numerics.h"
+#include "reference/model/quant.h"
 #include "test_support.h"
 
 namespace oracle::test {
@@ -53,31 +55,46 @@ inline void write_bytes(const std::string& path, const void* data, size_t n) {
 // ---- comparing weights ----------------------------------------------------------------------
 struct NamedTensor {
   std::string name;
-  const float* data;
+  const float* data;  // the values (for a non-F32 matrix: `values` dequantized)
   size_t n;
+  const uint8_t* stored = nullptr;  // where the tensor lives (mapped file or owned)
+  std::shared_ptr<std::vector<float>> values;
 };
 
-// Every float32 tensor of the in-memory model, in a fixed order.
+inline NamedTensor named(const std::string& name, const float* p, size_t n) {
+  return {name, p, n, reinterpret_cast<const uint8_t*>(p), nullptr};
+}
+
+// A (rows, cols) matrix in any stored type, dequantized exactly.
+inline NamedTensor named(const std::string& name, const WeightMatrix& w, size_t rows, size_t cols) {
+  if (const float* f = w.f32()) return named(name, f, rows * cols);
+  auto v = std::make_shared<std::vector<float>>(rows * cols);
+  const int64_t rb = dtype_row_bytes(w.type, (int64_t)cols);
+  for (size_t r = 0; r < rows; r++) dequantize_row(w.type, w.data + r * rb, (int64_t)cols, v->data() + r * cols);
+  return {name, v->data(), rows * cols, w.data, v};
+}
+
+// Every tensor of the in-memory model as float32 values, in a fixed order.
 inline std::vector<NamedTensor> weight_list(const Model& m) {
   const Config& c = m.config;
   const size_t dim = c.dim, hid = c.hidden_dim, q = size_t(c.n_heads) * c.head_dim;
   const size_t kv = size_t(c.n_kv_heads) * c.head_dim, vocab = c.vocab_size;
-  std::vector<NamedTensor> list = {{"token_embedding", m.weights.token_embedding, vocab * dim}};
+  std::vector<NamedTensor> list = {named("token_embedding", m.weights.token_embedding, vocab, dim)};
   for (int l = 0; l < c.n_layers; l++) {
     const LayerWeights& w = m.weights.layers[l];
     const std::string p = "layer" + std::to_string(l) + ".";
-    list.push_back({p + "attn_norm", w.attn_norm, dim});
-    list.push_back({p + "wq", w.wq, q * dim});
-    list.push_back({p + "wk", w.wk, kv * dim});
-    list.push_back({p + "wv", w.wv, kv * dim});
-    list.push_back({p + "wo", w.wo, dim * q});
-    list.push_back({p + "ffn_norm", w.ffn_norm, dim});
-    list.push_back({p + "w_gate", w.w_gate, hid * dim});
-    list.push_back({p + "w_down", w.w_down, dim * hid});
-    list.push_back({p + "w_up", w.w_up, hid * dim});
+    list.push_back(named(p + "attn_norm", w.attn_norm, dim));
+    list.push_back(named(p + "wq", w.wq, q, dim));
+    list.push_back(named(p + "wk", w.wk, kv, dim));
+    list.push_back(named(p + "wv", w.wv, kv, dim));
+    list.push_back(named(p + "wo", w.wo, dim, q));
+    list.push_back(named(p + "ffn_norm", w.ffn_norm, dim));
+    list.push_back(named(p + "w_gate", w.w_gate, hid, dim));
+    list.push_back(named(p + "w_down", w.w_down, dim, hid));
+    list.push_back(named(p + "w_up", w.w_up, hid, dim));
   }
-  list.push_back({"final_norm", m.weights.final_norm, dim});
-  list.push_back({"classifier", m.weights.classifier, vocab * dim});
+  list.push_back(named("final_norm", m.weights.final_norm, dim));
+  list.push_back(named("classifier", m.weights.classifier, vocab, dim));
   return list;
 }
 
@@ -158,15 +175,15 @@ inline std::vector<HfTensor> hf_tensors(const Model& m, bool write_lm_head) {
   const Config& c = m.config;
   const int64_t dim = c.dim, hid = c.hidden_dim, hd = c.head_dim;
   const int64_t q = int64_t(c.n_heads) * hd, kv = int64_t(c.n_kv_heads) * hd;
-  auto vec = [](const float* p, size_t n) { return std::vector<float>(p, p + n); };
+  auto vec = [](const WeightMatrix& w, size_t n) { return std::vector<float>(w.f32(), w.f32() + n); };
   std::vector<HfTensor> t = {{"model.embed_tokens.weight", {c.vocab_size, dim},
                               vec(m.weights.token_embedding, size_t(c.vocab_size) * dim)}};
   for (int l = 0; l < c.n_layers; l++) {
     const LayerWeights& w = m.weights.layers[l];
     const std::string p = "model.layers." + std::to_string(l) + ".";
     t.push_back({p + "input_layernorm.weight", {dim}, vec(w.attn_norm, dim)});
-    t.push_back({p + "self_attn.q_proj.weight", {q, dim}, hf_permute(w.wq, c.n_heads, hd, dim)});
-    t.push_back({p + "self_attn.k_proj.weight", {kv, dim}, hf_permute(w.wk, c.n_kv_heads, hd, dim)});
+    t.push_back({p + "self_attn.q_proj.weight", {q, dim}, hf_permute(w.wq.f32(), c.n_heads, hd, dim)});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, dim}, hf_permute(w.wk.f32(), c.n_kv_heads, hd, dim)});
     t.push_back({p + "self_attn.v_proj.weight", {kv, dim}, vec(w.wv, kv * dim)});
     t.push_back({p + "self_attn.o_proj.weight", {dim, q}, vec(w.wo, dim * q)});
     t.push_back({p + "post_attention_layernorm.weight", {dim}, vec(w.ffn_norm, dim)});

@@ -172,26 +172,26 @@ struct Shadow {
     const int T = (int)tokens.size(), q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
     std::vector<Vecd> x(T, Vecd(c.dim));
     for (int t = 0; t < T; t++)
-      for (int k = 0; k < c.dim; k++) x[t][k] = m.weights.token_embedding[(size_t)tokens[t] * c.dim + k];
+      for (int k = 0; k < c.dim; k++) x[t][k] = m.weights.token_embedding.f32()[(size_t)tokens[t] * c.dim + k];
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& w = m.weights.layers[l];
       std::vector<Vecd> K(T), V(T), Q(T);
       for (int t = 0; t < T; t++) {
         const Vecd xb = rmsnorm(x[t], w.attn_norm);
-        Q[t] = matvec(w.wq, xb, q_dim, w.bq);
-        K[t] = matvec(w.wk, xb, kv_dim, w.bk);
-        V[t] = matvec(w.wv, xb, kv_dim, w.bv);
+        Q[t] = matvec(w.wq.f32(), xb, q_dim, w.bq);
+        K[t] = matvec(w.wk.f32(), xb, kv_dim, w.bk);
+        V[t] = matvec(w.wv.f32(), xb, kv_dim, w.bv);
         rope(Q[t], c.n_heads, t);
         rope(K[t], c.n_kv_heads, t);
       }
       for (int t = 0; t < T; t++) {
-        add(x[t], matvec(w.wo, attention(Q[t], K, V, t), c.dim));
+        add(x[t], matvec(w.wo.f32(), attention(Q[t], K, V, t), c.dim));
         const Vecd xb = rmsnorm(x[t], w.ffn_norm);
-        add(x[t], matvec(w.w_down, swiglu(matvec(w.w_gate, xb, c.hidden_dim), matvec(w.w_up, xb, c.hidden_dim)), c.dim));
+        add(x[t], matvec(w.w_down.f32(), swiglu(matvec(w.w_gate.f32(), xb, c.hidden_dim), matvec(w.w_up.f32(), xb, c.hidden_dim)), c.dim));
       }
     }
     std::vector<Vecd> logits;
-    for (int t = 0; t < T; t++) logits.push_back(matvec(m.weights.classifier, rmsnorm(x[t], m.weights.final_norm), c.vocab_size));
+    for (int t = 0; t < T; t++) logits.push_back(matvec(m.weights.classifier.f32(), rmsnorm(x[t], m.weights.final_norm), c.vocab_size));
     return logits;
   }
 };

@@ -20,6 +20,7 @@
 #include "forward_test_util.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
+#include "reference/model/quant.h"
 
 using namespace oracle;
 using namespace oracle::test;
@@ -86,10 +87,18 @@ std::string decode_like_run_c(const std::vector<std::string>& pieces, const std:
 struct Ref64 {
   const Model& m;
   std::vector<std::vector<double>> kc, vc;  // (n_layers) x (pos, kv_dim)
-  std::vector<double> matvec(const float* w, const std::vector<double>& x, int rows) {
+  // Any stored type: each row dequantized exactly (dequantize_row), then float64.
+  static std::vector<float> row_of(const WeightMatrix& w, int i, int k) {
+    std::vector<float> r(k);
+    dequantize_row(w.type, w.data + (int64_t)i * dtype_row_bytes(w.type, k), k, r.data());
+    return r;
+  }
+  std::vector<double> matvec(const WeightMatrix& w, const std::vector<double>& x, int rows) {
     std::vector<double> y(rows, 0.0);
-    for (int i = 0; i < rows; i++)
-      for (size_t j = 0; j < x.size(); j++) y[i] += (double)w[i * x.size() + j] * x[j];
+    for (int i = 0; i < rows; i++) {
+      std::vector<float> r = row_of(w, i, (int)x.size());
+      for (size_t j = 0; j < x.size(); j++) y[i] += (double)r[j] * x[j];
+    }
     return y;
   }
   std::vector<double> norm(const std::vector<double>& x, const float* w) {
@@ -133,7 +142,8 @@ struct Ref64 {
     const Weights& W = m.weights;
     kc.resize(c.n_layers);
     vc.resize(c.n_layers);
-    std::vector<double> x(W.token_embedding + (size_t)token * c.dim, W.token_embedding + (size_t)(token + 1) * c.dim);
+    std::vector<float> e = row_of(W.token_embedding, token, c.dim);
+    std::vector<double> x(e.begin(), e.end());
     for (int l = 0; l < c.n_layers; l++) {
       const LayerWeights& w = W.layers[l];
       auto xb = norm(x, w.attn_norm);
@@ -343,6 +353,7 @@ struct HugeArena {
   float* base = nullptr;
   size_t used = 0, cap = 0;
   ~HugeArena() { std::free(base); }
+  const float* put(const WeightMatrix& src, size_t n) { return put(src.f32(), n); }
   const float* put(const float* src, size_t n) {
     std::memcpy(base + used, src, n * sizeof(float));
     used += n;

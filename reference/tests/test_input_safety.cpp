@@ -241,9 +241,9 @@ TEST_CASE("forward: a non-finite activation names the op and layer, and leaves t
   Model m = synthetic_model(p, kDefaultSeed, synthetic_byte_vocab(p.config.vocab_size));
   // An in-memory model is not load-checked: plant +inf in token 5's embedding row.
   const size_t n_emb = (size_t)m.config.vocab_size * m.config.dim;
-  std::vector<float> classifier(m.weights.token_embedding, m.weights.token_embedding + n_emb);  // untie first
+  std::vector<float> classifier(m.weights.token_embedding.f32(), m.weights.token_embedding.f32() + n_emb);  // untie first
   m.weights.classifier = classifier.data();
-  float* emb = const_cast<float*>(m.weights.token_embedding);
+  float* emb = const_cast<float*>(m.weights.token_embedding.f32());
   emb[(size_t)5 * m.config.dim] = std::numeric_limits<float>::infinity();
   KvCache kv(m.config, {});
   REQUIRE_NOTHROW(forward(m, kv, 0, std::vector<int>{1, 9}));

@@ -153,7 +153,13 @@ TEST_CASE("loaders: F16 GGUF equals fp16 rounding of the F32 model", "[loaders]"
   Model f16 = load_model(fixture("gguf/stories260K-f16.gguf"));
   compare_configs(f16.config, f32.config);
   compare_models(f16, f32, round_fp16, identity);  // norms are stored as F32
-  CHECK(!f16.weights.owned.empty());
+  // Matrices stay mapped as F16 (no float32 copy); the F32 norms are mapped too.
+  CHECK(f16.weights.owned.empty());
+  for (const NamedTensor& t : weight_list(f16)) {
+    INFO(t.name);
+    CHECK(inside(t.stored, f16));
+  }
+  CHECK(f16.weights.layers[0].wq.type == DType::F16);
 }
 
 // Q8_0 / Q4_0 from llama-quantize: each value within the format's rounding
@@ -281,8 +287,9 @@ TEST_CASE("loaders: HF safetensors entry points and untied lm_head", "[loaders][
     CHECK_FALSE(hf.config.tied_classifier);
     CHECK(hf.weights.classifier != hf.weights.token_embedding);
     compare_models(hf, bin, identity);
-    // v_proj etc. are mapped; only q/k (permuted) are owned: 2 per layer.
-    CHECK(hf.weights.owned.size() == size_t(2 * bin.config.n_layers));
+    // v_proj etc. are mapped; only q/k (rows permuted, stored type kept) are owned: 2 per layer.
+    CHECK(hf.weights.owned_raw.size() == size_t(2 * bin.config.n_layers));
+    CHECK(hf.weights.owned.empty());
   }
 }
 

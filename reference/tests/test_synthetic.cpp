@@ -94,5 +94,5 @@ TEST_CASE("synthetic_model: tied head is the embedding, every tensor in the tabl
   CHECK(m.tensors.size() == synthetic_tensor_plan(p.config).size());
   float first = 0.0f;
   synthetic_fill(synthetic_tensor_plan(p.config)[0], 3, 0, 1, &first);
-  CHECK(bits_of(m.weights.token_embedding[0]) == bits_of(first));
+  CHECK(bits_of(m.weights.token_embedding.f32()[0]) == bits_of(first));
 }

@@ -362,12 +362,18 @@ def memory_cases(o, M):
     only with --allow-context-extension; without it the context refusal comes first)."""
     bin_ = M + "/stories260K/stories260K.bin"
     ext = "--allow-context-extension"
+    # The contiguous cache is sized by the request (prompt + max tokens), so the
+    # request must ask for the positions; a short run in a huge context is fine.
     for ctx in ["16777216", "8388608"]:
-        case("memory/run_context_" + ctx, "memory", ["run", "--model", bin_, "--context", ctx, ext, "-n", "2"],
+        n = str(int(ctx) - 64)
+        case("memory/run_context_" + ctx, "memory", ["run", "--model", bin_, "--context", ctx, ext, "-n", n],
              "kv_cache", "context_length.*needs [0-9]+ bytes.*available", ulimit_v_kb=2000000, json=True)
         case("memory/bench_context_" + ctx, "memory",
-             ["bench", "--model", bin_, "--context", ctx, ext, "--prompt-tokens", "4", "--decode-tokens", "4"],
+             ["bench", "--model", bin_, "--context", ctx, ext, "--prompt-tokens", "4", "--decode-tokens", n],
              "kv_cache", "context_length", ulimit_v_kb=2000000)
+    case("valid/run_short_request_huge_context", "valid",
+         ["run", "--model", bin_, "--context", "16777216", ext, "-n", "2", "--quiet"], None, None, exit=0,
+         stderr_lines=0, ulimit_v_kb=2000000)
     case("memory/run_paged_context", "memory",
          ["run", "--model", bin_, "--context", "16777216", ext, "--kv", "paged", "-n", "2"], "kv_cache", "context_length",
          ulimit_v_kb=2000000)

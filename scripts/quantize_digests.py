@@ -133,9 +133,17 @@ def run_peer(peer_bin, inp, out, flags, qtype):
 
 
 def peer_commit(peer_bin):
-    r = subprocess.run([os.path.join(peer_bin, 'llama-quantize'), '--version'], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True)
-    return ' '.join(l.strip() for l in r.stdout.splitlines() if 'version' in l or 'built with' in l)
+    """'llama.cpp <commit>' from llama-completion --version (llama-quantize has no --version)."""
+    try:
+        r = subprocess.run([os.path.join(peer_bin, 'llama-completion'), '--version'], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+    except OSError:
+        return '(llama.cpp commit unknown)'
+    for l in r.stdout.splitlines():
+        if 'commit' in l:
+            return '(llama.cpp ' + l.split('commit')[-1].strip(' )') + ','
+    return '(llama.cpp commit unknown,'
+
 
 
 def generate(peer_bin, shared, oracle, out_path, work):
@@ -150,7 +158,7 @@ def generate(peer_bin, shared, oracle, out_path, work):
                      ' llama-cpp-python 0.3.36 sdist): tensor bytes, metadata and layout by ggml;'
                      ' per-tensor types and order from oracle quantize --json (llama-quantize not built yet)')
     else:
-        lines.append('# SOURCE: llama-quantize ' + peer_commit(peer_bin) + ' (llama-cpp-python 0.3.36 sdist)')
+        lines.append('# SOURCE: llama-quantize ' + peer_commit(peer_bin) + ' llama-cpp-python 0.3.36 sdist)')
     for model, (src, extra) in MODELS.items():
         inp = os.path.join(work, src[1:]) if src.startswith('@') else os.path.join(shared, src)
         runs = [('F32', [], 'F32')] if model == 'smollm2-export' else RUNS

@@ -1,10 +1,8 @@
 // quantize_gguf vs llama-quantize's outputs, per tensor and per file, for every
 // type and mix, from the digest table data/llamacpp_quantize_digests.txt made
-// by scripts/quantize_digests.py generate: with llama-quantize itself
-// (--peer-bin), or, while the peer's llama-quantize is not built, with
-// scripts/peer_mini_quantize.c over the peer's libggml-base (--ggml-base; bytes
-// and layout by ggml, type choices ours) — the table's "# SOURCE" line says
-// which (docs/quantize.md). Committed so CI needs no peer.
+// by scripts/quantize_digests.py generate --peer-bin: llama-quantize itself
+// (llama.cpp 0c1e570), as the table's "# SOURCE" line says (docs/quantize.md).
+// Committed so CI needs no peer.
 //   [llama2xs]  llama2xs.gguf (F32), every run — default suite.
 //   [smollm2]   SmolLM2's F32 export from its Q4_1 file (the export itself is
 //               checked first), then every run on it — label "smollm2" (slow).

@@ -15,6 +15,7 @@ Command setup_diff(CLI::App& app);
 Command setup_compare(CLI::App& app);
 Command setup_completion(CLI::App& app);
 Command setup_perplexity(CLI::App& app);
+Command setup_tokenize(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -29,6 +30,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_diff(app),
       setup_compare(app),
       setup_perplexity(app),
+      setup_tokenize(app),
       setup_completion(app),
   };
 }

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
+#include "reference/base/json_util.h"
 #include "reference/base/sha256.h"
 
 namespace oracle {
@@ -145,13 +147,9 @@ std::vector<CatalogEntry> scan(const std::string& where) {
   namespace fs = std::filesystem;
   std::vector<CatalogEntry> out;
   if (fs::is_regular_file(where)) {  // manifest
-    std::ifstream in(where);
-    json m;
-    try {
-      m = json::parse(in);
-    } catch (const json::exception& e) {
-      throw InputError(where, "manifest", std::string("invalid JSON: ") + e.what());
-    }
+    std::ifstream in(where, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const json m = parse_json_text(text, where, "manifest");
     require_input(m.is_object() && m.contains("models") && m.at("models").is_array(), where, "models",
                   "expected {\"models\": [{\"name\", \"path\"}]}");
     const fs::path dir = fs::path(where).parent_path();
@@ -285,12 +283,7 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
   RecordReport rep;
   std::string model, mode;  // mode: what the record looked like, for its ERROR row
   try {
-    json j;
-    try {
-      j = json::parse(line.text);
-    } catch (const json::parse_error& e) {
-      throw InputError(where, "json", std::string("not valid JSON (") + e.what() + ")");
-    }
+    const json j = parse_json_text(line.text, where, "json");
     mode = j.is_object() && j.contains("schema") ? "own" : engine_of(j);
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {

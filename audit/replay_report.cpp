@@ -58,12 +58,7 @@ std::string record_mode(const json& j, const std::string& mode, const std::strin
 
 RecordReport replay_parsed(const std::string& text, const std::string& where, const ReplayModel& rm,
                            const ReplayOptions& o) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(where, "json", std::string("not valid JSON (") + e.what() + ")");
-  }
+  const json j = parse_json_text(text, where, "json");
   if (record_mode(j, o.mode, where) == "own") return replay_own(record_from_json(j, where), rm, o);
   return replay_foreign(j, where, rm, o);
 }

@@ -12,7 +12,7 @@
 #include "reference/model/synthetic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const oracle::Tokenizer tok(oracle::synthetic_byte_vocab(256));
+  static const oracle::Tokenizer tok(oracle::synthetic_byte_vocab(512));  // >= the pieces it needs
   const std::string bytes((const char*)data, size);
   try {
     const nlohmann::json j = nlohmann::json::parse(bytes);

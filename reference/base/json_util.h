@@ -66,12 +66,17 @@ inline std::vector<int> ints_from_json(const nlohmann::json& j, const std::strin
 }
 
 // JSON text -> value; a syntax error is InputError(file, field, "not valid JSON:
-// syntax error at byte N") — one line in our format, not nlohmann's exception text.
+// syntax error at byte N"), a number nlohmann cannot hold (1e999) "... out of
+// range" — one line in our format, never nlohmann's exception text.
 inline nlohmann::json parse_json_text(std::string_view text, const std::string& file, const std::string& field) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(file, field, "not valid JSON: syntax error at byte " + std::to_string(e.byte));
+  } catch (const nlohmann::json::out_of_range&) {  // e.g. a number past the double range (1e999)
+    throw InputError(file, field, "not valid JSON: a number is out of range");
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(file, field, "not valid JSON");
   }
 }
 

@@ -151,6 +151,11 @@ def overflow_cases(o, M, log_lines, golden_line):
         p = write(os.path.join(o, "overflow", "replay_%s.jsonl" % name), log_lines[0] + json.dumps(r) + "\n")
         case("overflow/replay_" + name, "overflow", ["replay", p, "--quiet"], None, None, exit=1, stderr_lines=0,
              stdout_re=r"replay_%s\.jsonl:2: %s" % (name, "\\.".join(str(k) for k in path if not isinstance(k, int))))
+    # a number past the double range (found by fuzz_replay_log_parser): that record is ERROR, named in our words
+    p = write(os.path.join(o, "overflow", "replay_number_1e999.jsonl"),
+              log_lines[0] + log_lines[0].replace('"max_tokens":', '"max_tokens":1e999,"x":', 1) + "\n")
+    case("overflow/replay_number_1e999", "overflow", ["replay", p, "--quiet"], None, None, exit=1, stderr_lines=0,
+         stdout_re=r"replay_number_1e999\.jsonl:2: .*out of range", forbid="json.exception")
     for name, field, value in [("max_tokens", "max_tokens", 4294967302), ("max_tokens_neg", "max_tokens", -1)]:
         r = json.loads(golden_line)
         r[field] = value

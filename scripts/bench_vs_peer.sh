@@ -8,7 +8,7 @@
 #   THREADS  (default "1 2")                  thread counts
 #   ROUNDS   (default 3)                      interleaved rounds; the best of each side is kept
 #   PROMPT   (default 128) DECODE (default 64)  tokens prefilled in one call / decoded one at a time
-#   CONTEXT  (default 2048)                   --context for the oracle (the peer's -c is prompt+gen)
+#   CONTEXT  (default: the file's)            --context for the oracle (the peer's -c is prompt+gen)
 # Each round runs the peer then the oracle back to back on the same file and
 # thread count, so both see the same machine load; the best of ROUNDS per side
 # is the least-disturbed run. The load average is printed with every round
@@ -23,7 +23,7 @@ THREADS=${THREADS:-"1 2"}
 ROUNDS=${ROUNDS:-3}
 PROMPT=${PROMPT:-128}
 DECODE=${DECODE:-64}
-CONTEXT=${CONTEXT:-2048}
+CONTEXT=${CONTEXT:-}
 [ $# -ge 1 ] || { echo "usage: $0 MODEL.gguf [...]" >&2; exit 2; }
 [ -x "$ORACLE" ] || { echo "bench_vs_peer: no oracle binary at $ORACLE" >&2; exit 2; }
 [ -x "$PEER_BIN/llama-bench" ] || { echo "bench_vs_peer: no llama-bench in $PEER_BIN (scripts/build_peer.sh)" >&2; exit 2; }
@@ -37,7 +37,7 @@ peer_run() {  # model threads -> "prefill decode"
 
 oracle_run() {  # model threads -> JSON of oracle bench
   "$ORACLE" bench --model "$1" --threads "$2" --prompt-tokens "$PROMPT" --decode-tokens "$DECODE" \
-    --context "$CONTEXT" --probe-repeats 1 --json
+    ${CONTEXT:+--context "$CONTEXT"} --probe-repeats 1 --json
 }
 
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }

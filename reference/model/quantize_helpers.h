@@ -20,6 +20,17 @@ inline int nearest_int(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// ggml's (int8_t)(f) and (uint8_t)(f) casts as gcc compiles them for x86-64
+// (cvttss2si: truncation toward zero, INT32_MIN for NaN or outside the int32
+// range; then the low byte), written without C++'s undefined behaviour for
+// ±inf/NaN — which a subnormal block scale produces (1/d = inf). Same bytes
+// llama-quantize writes; in range, plain truncation.
+inline int32_t cvtt_i32(float f) {
+  return f >= -2147483648.0f && f < 2147483648.0f ? (int32_t)f : INT32_MIN;
+}
+inline int trunc_i8(float f) { return (int8_t)(uint8_t)((uint32_t)cvtt_i32(f) & 0xffu); }
+inline uint8_t trunc_u8(float f) { return (uint8_t)((uint32_t)cvtt_i32(f) & 0xffu); }
+
 // ggml's MAX(lo, MIN(hi, v)).
 inline int clamp_int(int v, int lo, int hi) {
   int t = hi < v ? hi : v;

@@ -45,7 +45,7 @@ void quantize_row_q8_0(const float* x, int64_t n, uint8_t* dst) {
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_fp16(dst, d);
     int8_t* qs = reinterpret_cast<int8_t*>(dst + 2);
-    for (int j = 0; j < QK4_0; j++) qs[j] = (int8_t)round_half_away(x[j] * id);
+    for (int j = 0; j < QK4_0; j++) qs[j] = (int8_t)qh::trunc_i8(round_half_away(x[j] * id));
   }
 }
 
@@ -64,8 +64,8 @@ void quantize_row_q4_0(const float* x, int64_t n, uint8_t* dst) {
     store_fp16(dst, d);
     uint8_t* qs = dst + 2;
     for (int j = 0; j < QK4_0 / 2; j++) {
-      int lo = (int8_t)(x[j] * id + 8.5f);
-      int hi = (int8_t)(x[j + QK4_0 / 2] * id + 8.5f);
+      int lo = qh::trunc_i8(x[j] * id + 8.5f);
+      int hi = qh::trunc_i8(x[j + QK4_0 / 2] * id + 8.5f);
       lo = lo < 15 ? lo : 15;
       hi = hi < 15 ? hi : 15;
       qs[j] = (uint8_t)(lo | (hi << 4));
@@ -119,8 +119,8 @@ void quantize_row_q4_1(const float* x, int64_t n, uint8_t* dst) {
     store_fp16(dst + 2, mm.min);
     uint8_t* qs = dst + 4;
     for (int j = 0; j < QK4_0 / 2; j++) {
-      int lo = (int8_t)((x[j] - mm.min) * id + 0.5f);
-      int hi = (int8_t)((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
+      int lo = qh::trunc_i8((x[j] - mm.min) * id + 0.5f);
+      int hi = qh::trunc_i8((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
       lo = lo < 15 ? lo : 15;
       hi = hi < 15 ? hi : 15;
       qs[j] = (uint8_t)(lo | (hi << 4));
@@ -137,8 +137,8 @@ void quantize_row_q5_0(const float* x, int64_t n, uint8_t* dst) {
     store_fp16(dst, d);
     uint8_t lo[QK4_0 / 2], hi[QK4_0 / 2];
     for (int j = 0; j < QK4_0 / 2; j++) {
-      int a = (int8_t)(x[j] * id + 16.5f);
-      int c = (int8_t)(x[j + QK4_0 / 2] * id + 16.5f);
+      int a = qh::trunc_i8(x[j] * id + 16.5f);
+      int c = qh::trunc_i8(x[j + QK4_0 / 2] * id + 16.5f);
       lo[j] = (uint8_t)(a < 31 ? a : 31);
       hi[j] = (uint8_t)(c < 31 ? c : 31);
       dst[6 + j] = (uint8_t)((lo[j] & 0x0F) | ((hi[j] & 0x0F) << 4));
@@ -158,8 +158,8 @@ void quantize_row_q5_1(const float* x, int64_t n, uint8_t* dst) {
     store_fp16(dst + 2, mm.min);
     uint8_t lo[QK4_0 / 2], hi[QK4_0 / 2];
     for (int j = 0; j < QK4_0 / 2; j++) {
-      lo[j] = (uint8_t)((x[j] - mm.min) * id + 0.5f);
-      hi[j] = (uint8_t)((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
+      lo[j] = qh::trunc_u8((x[j] - mm.min) * id + 0.5f);
+      hi[j] = qh::trunc_u8((x[j + QK4_0 / 2] - mm.min) * id + 0.5f);
       dst[8 + j] = (uint8_t)((lo[j] & 0x0F) | ((hi[j] & 0x0F) << 4));
     }
     store_qh(dst + 4, lo, hi);
@@ -192,7 +192,7 @@ void quantize_row_i8_row(const float* x, int64_t n, uint8_t* dst) {
   for (int64_t k = 0; k < n; k++) {
     float v = s != 0.0f ? round_half_away(x[k] / s) : 0.0f;
     v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
-    q[k] = (int8_t)v;
+    q[k] = (int8_t)qh::trunc_i8(v);  // NaN: 0, never UB
   }
 }
 

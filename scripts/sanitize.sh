@@ -15,9 +15,11 @@ CXX=clang++ CC=clang cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDeb
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
 # Build only what the run executes: the executables of the unit|property tests
 # (not the fuzz targets or the CLI), so a loaded 2-core machine finishes sooner.
-# (Test names are target names; tests run by scripts are not targets and are dropped.)
+# (Each test's executable by its command's file name — test_crosscheck runs as
+# test_crosscheck_exact and _llamacpp; commands that are not targets, such as
+# scripts, are dropped.)
 targets=$(cd "$dir" && ctest -L "unit|property" -LE soak --show-only=json-v1 |
-  python3 -c 'import json,sys,subprocess; have={l.split(":")[0] for l in subprocess.run(["ninja","-t","targets","all"],capture_output=True,text=True).stdout.splitlines()}; print(" ".join(sorted({t["name"] for t in json.load(sys.stdin)["tests"]} & have)))')
+  python3 -c 'import json,os,sys,subprocess; have={l.split(":")[0] for l in subprocess.run(["ninja","-t","targets","all"],capture_output=True,text=True).stdout.splitlines()}; print(" ".join(sorted({os.path.basename(t["command"][0]) for t in json.load(sys.stdin)["tests"] if t.get("command")} & have)))')
 # shellcheck disable=SC2086
 cmake --build "$dir" -j "$(nproc)" --target $targets
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "reference/base/errors.h"
 #include "reference/generate/generate.h"
 #include "audit/replay_log.h"
 
@@ -94,6 +95,10 @@ RecordReport replay_line(const LogLine& line, const std::string& file, const Rep
 // output order is the input order. A thread the system refuses is an
 // InputError("--jobs", "jobs") once the started ones are joined.
 void run_strided_jobs(size_t jobs, const std::function<void(size_t)>& work);
+// An InputError from replaying the record at `where` as one line: "<where>:
+// <field>: <message>", the thrower's file folded into the field unless it is
+// the line itself, "record" or "json" ("sampler.top_p").
+std::string replay_error_text(const InputError& e, const std::string& where);
 // Every line, o.jobs at a time; reports in line order, identical for any jobs.
 std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const std::string& file,
                                        const ReplayModel& rm, const ReplayOptions& o);

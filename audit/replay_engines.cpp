@@ -246,15 +246,6 @@ ModelResolver ModelCatalog::resolver() {
 // ============================================================================
 namespace {
 
-std::string error_text(const InputError& e, const std::string& where) {
-  const std::string what = e.what();
-  const std::string prefix = e.file() + ": " + e.field() + ": ";
-  const std::string msg = what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
-  std::string field = e.field();
-  if (e.file() != where && e.file() != "record" && e.file() != "json") field = e.file() + "." + field;
-  return where + ": " + field + ": " + msg;
-}
-
 RecordReport replay_json(const json& j, const std::string& where, const ModelResolver& models, const ReplayOptions& o,
                          std::string& model_name) {
   std::string why;
@@ -288,7 +279,7 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {
     rep.status = "ERROR";
-    rep.error = error_text(e, where);
+    rep.error = replay_error_text(e, where);
     rep.mode = mode;
   } catch (const std::exception& e) {
     rep.status = "ERROR";

@@ -32,21 +32,22 @@ const TokenFinding* first_finding(const RecordReport& r, const std::string& verd
   return nullptr;
 }
 
+// "<where>: <field>: <message>", folding the thrower's file into the field
+// when it is not the log line itself ("sampler.top_p"; "record"/"json" dropped).
+std::string replay_error_text(const InputError& e, const std::string& where) {
+  const std::string what = e.what();
+  const std::string prefix = e.file() + ": " + e.field() + ": ";
+  const std::string msg = what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
+  std::string field = e.field();
+  if (e.file() != where && e.file() != "record" && e.file() != "json") field = e.file() + "." + field;
+  return where + ": " + field + ": " + msg;
+}
+
 // ============================================================================
 // One line, all lines
 // ============================================================================
 namespace {
 
-// "<where>: <field>: <message>", folding the thrower's file into the field
-// when it is not the log line itself ("sampler.top_p", "record" dropped).
-std::string error_text(const InputError& e, const std::string& where) {
-  const std::string what = e.what();
-  const std::string prefix = e.file() + ": " + e.field() + ": ";
-  const std::string msg = what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
-  std::string field = e.field();
-  if (e.file() != where && e.file() != "record") field = e.file() + "." + field;
-  return where + ": " + field + ": " + msg;
-}
 
 std::string record_mode(const json& j, const std::string& mode, const std::string& where) {
   if (mode == "own" || mode == "foreign") return mode;
@@ -72,7 +73,7 @@ RecordReport replay_line(const LogLine& line, const std::string& file, const Rep
     rep = replay_parsed(line.text, where, rm, o);
   } catch (const InputError& e) {
     rep.status = "ERROR";
-    rep.error = error_text(e, where);
+    rep.error = replay_error_text(e, where);
   } catch (const std::exception& e) {
     rep.status = "ERROR";
     rep.error = where + ": " + e.what();

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
@@ -184,7 +185,8 @@ void support_verdict(const ForcedStep& s, const SamplerConfig& cfg, const Replay
   f.margin = s.margin;
   const bool prob = s.removed_by == "top_p" || (s.removed_by == "min_p" && cfg.preset == "hf");
   const double tol = prob ? o.prob_tolerance : o.logit_tolerance;
-  const bool near = std::isfinite(s.margin) && s.margin <= tol;
+  const bool near = std::isfinite(s.margin) &&
+                    (s.margin <= tol || fault::active(fault::Fault::REPLAY_IGNORES_TOLERANCE));  // FAULT
   f.verdict = near ? "borderline" : "impossible";
   if (!std::isfinite(s.margin)) {
     f.detail = s.removed_by == "banned" ? "the token is banned" : "the token has probability 0";

@@ -1,6 +1,7 @@
 // Attention over a paged KV cache, deterministic version 1 — see kernels/attention.cuh.
 #include "kernels/attention.cuh"
 
+#include "faults/fault.h"
 #include "numerics/numerics.h"
 
 namespace oracle::kernels {
@@ -135,15 +136,13 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
   const long long th = idx / hd;  // t * n_heads + h
   const int last = pos[th / s.n_heads] / kAttnChunk;
   const long long base = th * n_chunks;
-#ifdef ORACLE_FAULT_KERNEL_ATTN_MERGE_ORDER
   // FAULT (docs/diff.md): chunks merged from the last to the first — the same
   // value with other rounding once a query sees 3 or more chunks (pos >= 64).
-  float M = ml[(base + last) * 2], L = ml[(base + last) * 2 + 1], O = o[(base + last) * hd + d];
-  for (int c = last - 1; c >= 0; c--) {
-#else
-  float M = ml[base * 2], L = ml[base * 2 + 1], O = o[base * hd + d];
-  for (int c = 1; c <= last; c++) {
-#endif
+  const bool reverse = oracle::fault::active(oracle::fault::Fault::KERNEL_ATTN_MERGE_ORDER);
+  const int c0 = reverse ? last : 0, dc = reverse ? -1 : 1;
+  float M = ml[(base + c0) * 2], L = ml[(base + c0) * 2 + 1], O = o[(base + c0) * hd + d];
+  for (int i = 1; i <= last; i++) {
+    const int c = c0 + dc * i;
     const float mc = ml[(base + c) * 2], sc = ml[(base + c) * 2 + 1];
     const float Mn = mc > M ? mc : M;
     const float a = exp_canonical(sub_rn(M, Mn));

@@ -7,6 +7,7 @@
 // (lane i += lane i + w), which is exactly lane_tree_reduce. Lane 0 holds the
 // result. Every thread of the warp must call these (full-mask shuffles).
 // ============================================================================
+#include "faults/fault.h"
 #include "kernels/launch.h"
 #include "numerics/numerics.h"
 
@@ -24,12 +25,12 @@ __device__ __forceinline__ float lane_dot_partial(const float* a, const float* b
 
 // Halving tree over the 16 lanes of the group; the result is broadcast to all 16.
 __device__ __forceinline__ float group_tree_sum(float v) {
-#ifdef ORACLE_FAULT_KERNEL_TREE_ORDER
-  for (int w = 1; w <= kGroup / 2; w *= 2)  // FAULT: tree combined in the reverse order (1, 2, 4, 8)
-    v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
-#else
-  for (int w = kGroup / 2; w >= 1; w /= 2) v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
-#endif
+  if (oracle::fault::active(oracle::fault::Fault::KERNEL_TREE_ORDER)) {
+    for (int w = 1; w <= kGroup / 2; w *= 2)  // FAULT: tree combined in the reverse order (1, 2, 4, 8)
+      v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
+  } else {
+    for (int w = kGroup / 2; w >= 1; w /= 2) v = oracle::num::add_rn(v, __shfl_down_sync(kFullMask, v, w, kGroup));
+  }
   return __shfl_sync(kFullMask, v, 0, kGroup);
 }
 

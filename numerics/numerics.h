@@ -16,6 +16,8 @@
 // ============================================================================
 #include <cstdint>
 
+#include "faults/fault.h"
+
 #if defined(__CUDACC__) && !defined(ORACLE_CUDA_EMULATION)
 #define ORACLE_HD __host__ __device__ __forceinline__
 #define ORACLE_ON_DEVICE_COMPILER 1
@@ -263,9 +265,8 @@ ORACLE_HD float silu_canonical(float x) { return div_rn(x, add_rn(1.0f, exp_cano
 // Returns s (useful for log-probabilities: logp_k = (x_k - m) - log(s)).
 ORACLE_HD float softmax_canonical(float* x, int n) {
   float m = max_fixed_order(x, n);
-#ifdef ORACLE_FAULT_SOFTMAX_CANONICAL_NO_MAX
-  if (m > -inf_f32()) m = 0.0f;  // FAULT: no max-subtraction (exp overflows for large logits)
-#endif
+  if (fault::active(fault::Fault::SOFTMAX_CANONICAL_NO_MAX) && m > -inf_f32())
+    m = 0.0f;  // FAULT: no max-subtraction (exp overflows for large logits)
   if (!(m > -inf_f32())) {
     for (int k = 0; k < n; k++) x[k] = 0.0f;
     return 0.0f;

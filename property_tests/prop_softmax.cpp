@@ -42,15 +42,16 @@ std::vector<double> softmax64(const std::vector<float>& x) {
 }  // namespace
 
 TEST_CASE("property: softmax_canonical", "[property][softmax]") {
-  oracle::prop::seed_rapidcheck();
+  oracle::prop::Shapes shapes;
 
-  oracle::prop::check("no NaN/Inf, every p in [0,1], even for ±1e30 and -inf masks", [] {
+  oracle::prop::check("no NaN/Inf, every p in [0,1], even for ±1e30 and -inf masks", 2000, shapes, [&] {
     std::vector<float> x = *gen_logits(64);
+    shapes.add("n", (long)x.size());
     std::vector<float> p = softmax(x);
     for (float v : p) RC_ASSERT(v >= 0.0f && v <= 1.0f);  // false for NaN
   });
 
-  oracle::prop::check("fully masked row -> all zeros; all-but-one masked -> exactly 1 there", [] {
+  oracle::prop::check("fully masked row -> all zeros; all-but-one masked -> exactly 1 there", 2000, shapes, [&] {
     int n = *rc::gen::inRange(1, 40);
     int keep = *rc::gen::inRange(-1, n);  // -1: fully masked
     std::vector<float> x((size_t)n, -INFINITY);
@@ -64,7 +65,7 @@ TEST_CASE("property: softmax_canonical", "[property][softmax]") {
   // error <= (n-1)u for any summation order; p_k = fl(e_k / s) adds <= u each.
   // So |sum_k p_k - 1| <= (n-1)u/(1-(n-1)u) + u <= (n+1)u for n < 2^20
   // (the check sums p_k in float64, exactly enough for n <= 64).
-  oracle::prop::check("probabilities sum to 1 within (n+1)u", [] {
+  oracle::prop::check("probabilities sum to 1 within (n+1)u", 2000, shapes, [&] {
     std::vector<float> x = *gen_logits(64);
     RC_PRE(!fully_masked(x));
     std::vector<float> p = softmax(x);
@@ -79,7 +80,7 @@ TEST_CASE("property: softmax_canonical", "[property][softmax]") {
   // rounding); the sum and division add (n+1)u as above. Entries that
   // underflow (d_k < -103.97) are 0 against a true value < 2^-149 * 2, so an
   // absolute slack of 1e-37 covers them (and subnormal results).
-  oracle::prop::check("agrees with a float64 softmax within (|d_k| + n + 4)u relative", [] {
+  oracle::prop::check("agrees with a float64 softmax within (|d_k| + n + 4)u relative", 2000, shapes, [&] {
     std::vector<float> x = *gen_logits(64);
     RC_PRE(!fully_masked(x));
     std::vector<float> p = softmax(x);
@@ -95,7 +96,7 @@ TEST_CASE("property: softmax_canonical", "[property][softmax]") {
     }
   });
 
-  oracle::prop::check("order-preserving: x_i < x_j => p_i <= p_j, x_i == x_j => p_i == p_j", [] {
+  oracle::prop::check("order-preserving: x_i < x_j => p_i <= p_j, x_i == x_j => p_i == p_j", 2000, shapes, [&] {
     std::vector<float> x = *gen_logits(48);
     std::vector<float> p = softmax(x);
     for (size_t i = 0; i < x.size(); i++)

@@ -40,15 +40,18 @@ std::string before_first_stop(const std::string& text, const std::vector<std::st
 }  // namespace
 
 TEST_CASE("property: stop strings over random token streams", "[property][stop]") {
-  oracle::prop::seed_rapidcheck();
+  oracle::prop::Shapes shapes;
   const Tokenizer tok = tok512();
   const std::vector<int> pool = small_alphabet_tokens(tok);
   REQUIRE(pool.size() >= 8);
   const int prev = pool[0];  // a prompt token that is not BOS: no leading-space strip
 
-  oracle::prop::check("emitted text = longest prefix before the first stop, never contains one", [&] {
-    std::vector<int> ids = *rc::gen::container<std::vector<int>>(rc::gen::elementOf(pool));
+  oracle::prop::check("emitted text = longest prefix before the first stop, never contains one", 2000, shapes, [&] {
+    const int n_ids = *rc::gen::inRange(0, 60);
+    std::vector<int> ids = *rc::gen::container<std::vector<int>>((size_t)n_ids, rc::gen::elementOf(pool));
     std::vector<std::string> stops = *oracle::prop::gen_stop_strings();
+    shapes.add("tokens", n_ids);
+    shapes.add("stop strings", (long)stops.size());
     std::string full;
     int p = prev;
     for (int id : ids) {

@@ -16,7 +16,7 @@ BOTTOM = ["numerics", "faults"]
 # Folder (longest prefix wins) -> folders it may include. A folder may always
 # include itself.
 RULES = {
-    "numerics": [],
+    "numerics": ["faults"],  # faults/fault.h: the fault table, the one layer below numerics
     "faults": [],
     "reference/base": BOTTOM,
     "reference/model": BOTTOM + ["reference/base"],

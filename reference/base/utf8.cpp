@@ -1,5 +1,7 @@
 #include "reference/base/utf8.h"
 
+#include "faults/fault.h"
+
 namespace oracle {
 
 // ---- Well-formed byte sequences (Unicode Table 3-7) ----------------------------
@@ -112,10 +114,10 @@ void Utf8Decoder::push(uint8_t byte, std::string& out) {
   if (len == 1) {
     out += (char)byte;
   } else if (len == 0) {
-#ifdef ORACLE_FAULT_UTF8_DROP_INVALID
-    n_replaced_++;  // FAULT: an invalid byte is dropped instead of shown as U+FFFD
-    return;
-#endif
+    if (fault::active(fault::Fault::UTF8_DROP_INVALID)) {
+      n_replaced_++;  // FAULT: an invalid byte is dropped instead of shown as U+FFFD
+      return;
+    }
     replace(out);
   } else {
     pending_ = std::string(1, (char)byte);

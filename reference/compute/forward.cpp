@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
@@ -95,8 +96,10 @@ void embed(const Ctx& cx, RunState& st) {
 
 void rope_rows(const Ctx& cx, RunState& st) {
   int half = cx.c.head_dim / 2;
+  const bool consecutive = fault::active(fault::Fault::BATCH_ROPE_CONSECUTIVE);  // FAULT: rows[0].pos + r
   for (int r = 0; r < st.n; r++)  // plain or scaled table (rope_table.h)
-    rope_table_row(cx.c, cx.rows[r].pos, &st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half]);
+    rope_table_row(cx.c, consecutive ? cx.rows[0].pos + r : cx.rows[r].pos, &st.rope_cos[(size_t)r * half],
+                   &st.rope_sin[(size_t)r * half]);
 }
 
 // qkv_bias models: y[r] += b after the projection (one add_rn per element).

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/base/memory_budget.h"
 
@@ -106,9 +107,7 @@ void KvCache::Impl::cache_block(int seq, int block) {
 // Gives `seq` a private copy of its block bi, of which `filled` slots are used.
 void KvCache::Impl::copy_on_write(int seq, int bi, int filled) {
   int old = tables[seq][bi];
-#ifdef ORACLE_FAULT_PAGED_COW_SHARED_WRITE
-  return;  // FAULT: keeps writing into the shared block
-#endif
+  if (fault::active(fault::Fault::PAGED_COW_SHARED_WRITE)) return;  // FAULT: keeps writing into the shared block
   int b = alloc_block();
   for (int l = 0; l < cfg.n_layers; l++) {
     std::memcpy(&k_pool[b][row(l, 0)], &k_pool[old][row(l, 0)], sizeof(float) * filled * kv_dim);
@@ -206,6 +205,19 @@ std::span<const int> KvCache::tokens(int seq) const {
   return impl_->tokens[seq];
 }
 
+std::span<const int> KvCache::block_table(int seq) const {
+  impl_->check_seq(seq);
+  if (!impl_->opt.paged) return {};
+  return impl_->tables[seq];
+}
+
+int KvCache::block_refcount(int block) const {
+  const Impl& m = *impl_;
+  require_input(block >= 0 && block < m.n_blocks, "kv_cache", "block",
+                "block " + std::to_string(block) + " outside [0, " + std::to_string(m.n_blocks) + ")");
+  return m.refcount[block];
+}
+
 int KvCache::append(int seq, int token) {
   Impl& m = *impl_;
   int pos = length(seq);
@@ -218,7 +230,8 @@ int KvCache::append(int seq, int token) {
     m.tables[seq].push_back(m.alloc_block());
   } else {
     int b = m.tables[seq][pos / m.bs];
-    if (m.refcount[b] > 1 || m.cached[b]) m.copy_on_write(seq, pos / m.bs, pos % m.bs);
+    const bool cached = m.cached[b] && !fault::active(fault::Fault::PREFIX_COW_SKIPS_CACHED);  // FAULT: in place
+    if (m.refcount[b] > 1 || cached) m.copy_on_write(seq, pos / m.bs, pos % m.bs);
   }
   m.tokens[seq].push_back(token);
   if (m.opt.paged && pos % m.bs == m.bs - 1) m.cache_block(seq, m.tables[seq][pos / m.bs]);
@@ -230,12 +243,11 @@ void KvCache::truncate(int seq, int n) {
   int len = length(seq);
   require_input(n >= 0 && n <= len, "kv_cache", "n",
                 "truncate to " + std::to_string(n) + " outside [0, " + std::to_string(len) + "]");
-#ifdef ORACLE_FAULT_KV_ROLLBACK_OFF_BY_ONE
-  if (n < len) n += 1;  // FAULT: keeps one token too many
-#endif
+  if (fault::active(fault::Fault::KV_ROLLBACK_OFF_BY_ONE) && n < len) n += 1;  // FAULT: keeps one token too many
   m.tokens[seq].resize(n);
   if (!m.opt.paged) return;
   size_t keep = (size_t)((n + m.bs - 1) / m.bs);
+  if (fault::active(fault::Fault::PAGED_TRUNCATE_KEEPS_EXTRA_BLOCK)) keep = (size_t)(n / m.bs + 1);  // FAULT
   while (m.tables[seq].size() > keep) {
     m.ref_drop(m.tables[seq].back());
     m.tables[seq].pop_back();

@@ -70,6 +70,10 @@ class KvCache {
   // tokens were attached (a multiple of block_size; 0 when contiguous).
   int attach_prefix(int seq, std::span<const int> tokens);
   std::span<const int> tokens(int seq) const;  // token ids stored for `seq`
+  // Paged bookkeeping, for audits and tests (empty / 0 when contiguous): the
+  // physical blocks of `seq` in position order, and a block's reference count.
+  std::span<const int> block_table(int seq) const;
+  int block_refcount(int block) const;
   KvMemoryReport memory_report() const;
   const KvCacheOptions& options() const;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "faults/fault.h"
 #include "numerics/numerics.h"
 
 #ifdef __AVX2__
@@ -137,9 +138,8 @@ void matmul_rows_simd(float* out, const float* x, const float* w, int n_tok, int
 
 void matmul(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
             ThreadPool* pool) {
-#ifdef ORACLE_FAULT_BATCH_DEPENDENT_REDUCTION
-  // FAULT: multi-token calls sum each output sequentially instead of in lanes.
-  if (n_tok > 1) {
+  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && n_tok > 1) {
+    // FAULT: multi-token calls sum each output sequentially instead of in lanes.
     for (int t = 0; t < n_tok; t++)
       for (int i = 0; i < n_out; i++) {
         float acc = 0.0f;
@@ -148,7 +148,6 @@ void matmul(float* out, const float* x, const float* w, int n_tok, int k, int n_
       }
     return;
   }
-#endif
   int n_groups = (n_out + 3) / 4;  // threads get whole groups of 4 rows
   auto rows = [&](int g0, int g1) {
     matmul_rows_simd(out, x, w, n_tok, k, n_out, g0 * 4, std::min(n_out, g1 * 4));
@@ -207,9 +206,7 @@ void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_
     score[j - j0] = div_rn(dot(q, kv.keys[j] + kv.offset, head_dim), scale);
     if (score[j - j0] > mc) mc = score[j - j0];
   }
-#ifdef ORACLE_FAULT_SOFTMAX_NO_MAX
-  mc = 0.0f;  // FAULT: exp of unshifted scores
-#endif
+  if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
   float sum = 0.0f;
   for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
   for (int j = j0; j < j1; j++) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
@@ -449,8 +450,8 @@ void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMa
   rows_scalar(out, x, w, n_tok, k, n_out, row_begin, row_end);
 }
 
-#ifdef ORACLE_FAULT_BATCH_DEPENDENT_REDUCTION
-// FAULT: multi-token calls sum each output sequentially instead of in lanes.
+// FAULT (BATCH_DEPENDENT_REDUCTION): multi-token calls sum each output
+// sequentially instead of in lanes.
 void faulty_sequential(const MatmulJob& j, const float* x, int n_tok, int k) {
   std::vector<float> row(k);  // (k)
   const int64_t rb = dtype_row_bytes(j.w.type, k);
@@ -463,15 +464,12 @@ void faulty_sequential(const MatmulJob& j, const float* x, int n_tok, int k) {
     }
   }
 }
-#endif
 
 void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int n_tok, int k, ThreadPool* pool) {
-#ifdef ORACLE_FAULT_BATCH_DEPENDENT_REDUCTION
-  if (n_tok > 1) {
+  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && n_tok > 1) {
     for (const MatmulJob& j : jobs) faulty_sequential(j, x, n_tok, k);
     return;
   }
-#endif
   std::vector<int> first_group{0};  // (jobs + 1) prefix sums of 4-row groups
   for (const MatmulJob& j : jobs) {
     check_shape(j.w, k);

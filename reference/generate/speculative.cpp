@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 
@@ -58,12 +59,8 @@ int draw_inverse_cdf(std::span<const float> probs, float u) {
 // product rounds below q, so p >= q always accepts; p = 0 never does. With u on
 // the 2^-24 grid, P(accept) = min(1, p/q) up to 2^-24 plus one rounding of u*q.
 bool accept_draft(float p_x, float q_x, float u) {
-#ifdef ORACLE_FAULT_SPEC_ACCEPT_BY_P
-  (void)q_x;
-  return u < p_x;  // FAULT: ignores q (acceptance p instead of min(1, p/q))
-#else
+  if (fault::active(fault::Fault::SPEC_ACCEPT_BY_P)) return u < p_x;  // FAULT: ignores q (p, not min(1, p/q))
   return num::mul_rn(u, q_x) < p_x;
-#endif
 }
 
 std::vector<float> residual(std::span<const float> p, std::span<const float> q) {
@@ -72,9 +69,8 @@ std::vector<float> residual(std::span<const float> p, std::span<const float> q) 
     const float d = num::sub_rn(p[i], q[i]);
     r[i] = d > 0.0f ? d : 0.0f;
   }
-#ifdef ORACLE_FAULT_SPEC_RESAMPLE_FROM_P
-  r.assign(p.begin(), p.end());  // FAULT: resample from p instead of max(0, p - q)
-#endif
+  if (fault::active(fault::Fault::SPEC_RESAMPLE_FROM_P))
+    r.assign(p.begin(), p.end());  // FAULT: resample from p instead of max(0, p - q)
   return r;
 }
 
@@ -92,28 +88,39 @@ std::vector<float> residual(std::span<const float> p, std::span<const float> q) 
 // plain sampling makes at t_k, so k = 0 is plain sampling draw for draw.
 SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
                           std::span<const int> drafts, int vocab, const rng::RngKey& first) {
+  return speculative_step(p, q, drafts, vocab, first, PhiloxUniforms{});
+}
+
+SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
+                          std::span<const int> drafts, int vocab, const rng::RngKey& first,
+                          const UniformSource& uniform) {
+  using fault::Fault;
   const size_t v = (size_t)vocab, k = drafts.size();
   SpecStep s;
+  bool rejected = false;  // only with the fault SPEC_REJECT_NO_STOP does the loop go on after one
   for (size_t i = 0; i <= k; i++) {
     rng::RngKey key = first;
-    key.position = first.position + (uint32_t)i;
+    if (!fault::active(Fault::SPEC_RNG_SAME_POSITION)) key.position = first.position + (uint32_t)i;  // FAULT: not
     const std::span<const float> p_i = p.subspan(i * v, v);
     if (i == k) {  // every draft accepted: the bonus token
-      s.tokens.push_back(draw_inverse_cdf(p_i, rng::uniform_at(key, 0, rng::kPurposeSample)));
+      if (rejected) break;
+      const size_t row = fault::active(Fault::SPEC_BONUS_FROM_LAST_DRAFT_ROW) && k > 0 ? k - 1 : k;  // FAULT
+      s.tokens.push_back(draw_inverse_cdf(p.subspan(row * v, v), uniform(key, rng::kPurposeSample)));
       break;
     }
     const std::span<const float> q_i = q.subspan(i * v, v);
     const int x = drafts[i];
-    if (accept_draft(p_i[(size_t)x], q_i[(size_t)x], rng::uniform_at(key, 0, rng::kPurposeSpecAccept))) {
+    if (accept_draft(p_i[(size_t)x], q_i[(size_t)x], uniform(key, rng::kPurposeSpecAccept))) {
       s.tokens.push_back(x);
       s.accepted++;
       continue;
     }
-    const float u = rng::uniform_at(key, 0, rng::kPurposeSpecResample);
+    const float u = uniform(key, rng::kPurposeSpecResample);
     int y = draw_inverse_cdf(residual(p_i, q_i), u);
     if (y < 0) y = draw_inverse_cdf(p_i, u);  // residual all zero: only reachable by rounding
     s.tokens.push_back(y);
-    break;
+    rejected = true;
+    if (!fault::active(Fault::SPEC_REJECT_NO_STOP)) break;  // FAULT: keeps testing the later drafts
   }
   return s;
 }
@@ -130,7 +137,8 @@ ModelDrafter::ModelDrafter(const Model& model, const SamplerConfig& config, cons
 std::vector<float> ModelDrafter::catch_up(std::span<const int> history) {
   const std::span<const int> cached = kv_.tokens(0);
   size_t keep = 0;
-  while (keep < cached.size() && keep + 1 < history.size() && cached[keep] == history[keep]) keep++;
+  const bool by_length = fault::active(fault::Fault::DRAFT_ROLLBACK_KEEPS_REJECTED);  // FAULT: tokens not compared
+  while (keep < cached.size() && keep + 1 < history.size() && (by_length || cached[keep] == history[keep])) keep++;
   kv_.truncate(0, (int)keep);
   passes_++;
   return forward(model_, kv_, 0, history.subspan(keep), fo_);

@@ -55,6 +55,23 @@ bool accept_draft(float p_x, float q_x, float u);
 std::vector<float> residual(std::span<const float> p, std::span<const float> q);  // (vocab)
 
 // ---- one speculative step --------------------------------------------------------
+// Where the step's uniforms come from: u(key, purpose) for the position in
+// key.position. Production draws Philox (PhiloxUniforms); tests substitute a
+// grid of u values through this same interface to enumerate the step exactly.
+class UniformSource {
+ public:
+  virtual ~UniformSource() = default;
+  virtual float operator()(const rng::RngKey& key, uint32_t purpose) const = 0;
+};
+
+// rng::uniform_at(key, draw 0, purpose): the draws every pipeline makes.
+class PhiloxUniforms : public UniformSource {
+ public:
+  float operator()(const rng::RngKey& key, uint32_t purpose) const override {
+    return rng::uniform_at(key, 0, purpose);
+  }
+};
+
 struct SpecStep {
   std::vector<int> tokens;  // (accepted + 1) accepted drafts, then the replacement or bonus
   int accepted = 0;
@@ -65,6 +82,11 @@ struct SpecStep {
 //    at t .. t+k-1; drafts: (k); first.position = t.
 SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
                           std::span<const int> drafts, int vocab, const rng::RngKey& first);
+// The same step with the uniforms taken from `uniforms` (the overload above
+// passes PhiloxUniforms).
+SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
+                          std::span<const int> drafts, int vocab, const rng::RngKey& first,
+                          const UniformSource& uniforms);
 
 // ---- drafters -----------------------------------------------------------------------
 struct Draft {

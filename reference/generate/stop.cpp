@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/base/utf8.h"
 
@@ -39,6 +40,7 @@ size_t StopMatcher::earliest_complete(int& which) const {
 size_t StopMatcher::earliest_partial() const {
   size_t n = pending_.size();
   size_t first = n >= max_len_ ? n - max_len_ + 1 : 0;
+  if (fault::active(fault::Fault::STOP_PARTIAL_WINDOW_SHORT) && first < n) first++;  // FAULT: window too short
   for (size_t p = first; p < n; p++) {
     size_t len = n - p;
     for (const std::string& s : stops_)
@@ -53,9 +55,8 @@ std::string StopMatcher::release(bool at_end) {
   int which = -1;
   size_t complete = earliest_complete(which);
   size_t partial = at_end ? std::string::npos : earliest_partial();
-#ifdef ORACLE_FAULT_STOP_IGNORES_EARLIER_PARTIAL
-  partial = std::string::npos;  // FAULT: stops at the first completed match, releases held text
-#endif
+  if (fault::active(fault::Fault::STOP_IGNORES_EARLIER_PARTIAL))
+    partial = std::string::npos;  // FAULT: stops at the first completed match, releases held text
   std::string out;
   if (complete != std::string::npos && (partial == std::string::npos || partial >= complete)) {
     out = pending_.substr(0, complete);
@@ -71,11 +72,11 @@ std::string StopMatcher::release(bool at_end) {
 
 std::string StopMatcher::push(const std::string& chunk) {
   if (stopped()) return "";
-#ifdef ORACLE_FAULT_STOP_SINGLE_TOKEN
-  std::string held = std::move(pending_);  // FAULT: stop strings are matched within one chunk only
-  pending_ = chunk;
-  return held + release(false);
-#endif
+  if (fault::active(fault::Fault::STOP_SINGLE_TOKEN)) {
+    std::string held = std::move(pending_);  // FAULT: stop strings are matched within one chunk only
+    pending_ = chunk;
+    return held + release(false);
+  }
   pending_ += chunk;
   return release(false);
 }

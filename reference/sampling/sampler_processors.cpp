@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/sampling/sampler.h"
@@ -76,12 +77,13 @@ class Penalties : public Sampler {
     size_t first = (window_ < 0 || (size_t)window_ >= n) ? 0 : n - (size_t)window_;
     std::map<int, int> count;
     for (size_t i = first; i < n; i++) count[ctx.history[i]]++;
+    if (fault::active(fault::Fault::PENALTY_COUNT_ONCE))
+      for (auto& entry : count) entry.second = 1;  // FAULT: a repeated token is counted once
     for (const auto& [id, cnt] : count)
       if (Candidate* k = find_id(c, id)) k->logit = penalise(k->logit, cnt);
-#ifdef ORACLE_FAULT_PENALTIES_TOUCH_UNSEEN
-    for (Candidate& k : c.items)  // FAULT: unseen tokens get the presence penalty too
-      if (!count.count(k.id)) k.logit = num::sub_rn(k.logit, pres_);
-#endif
+    if (fault::active(fault::Fault::PENALTIES_TOUCH_UNSEEN))
+      for (Candidate& k : c.items)  // FAULT: unseen tokens get the presence penalty too
+        if (!count.count(k.id)) k.logit = num::sub_rn(k.logit, pres_);
   }
   std::string name() const override { return "penalties"; }
 
@@ -160,7 +162,8 @@ class TopP : public Sampler {
     float cum = 0.0f;
     for (int r = 0; r < (int)order.size(); r++) {
       cum = num::add_rn(cum, c.items[order[r]].prob);
-      if (cum >= p_ && r + 1 >= min_keep_) {
+      const bool reached = fault::active(fault::Fault::TOP_P_BOUNDARY_EXCLUSIVE) ? cum > p_ : cum >= p_;  // FAULT: >
+      if (reached && r + 1 >= min_keep_) {
         last = r + 1;
         break;
       }
@@ -202,7 +205,9 @@ class MinP : public Sampler {
       float m = -num::inf_f32();
       for (const Candidate& k : c.items) m = k.logit > m ? k.logit : m;
       float threshold = num::add_rn(m, num::log_canonical(p_));
-      for (size_t i = 0; i < c.items.size(); i++) keep[i] = c.items[i].logit >= threshold;
+      const bool strict = fault::active(fault::Fault::MIN_P_BOUNDARY_EXCLUSIVE);  // FAULT: drops logit == threshold
+      for (size_t i = 0; i < c.items.size(); i++)
+        keep[i] = strict ? c.items[i].logit > threshold : c.items[i].logit >= threshold;
       keep_top(keep, order_by_logit(c), std::max(min_keep_, 1));
     }
     keep_only(c, keep);

@@ -21,12 +21,16 @@
 #include "reference/tokenizer/unicode_class.h"
 #include "reference/base/utf8.h"
 #include "fixture.h"
+#include "llama2c_encode.h"
 
 using namespace oracle;
 
 namespace {
 
 using test::fixture;
+using test::llama2c_encode;
+using test::read_raw;
+using test::RawTokenizer;
 
 std::string data_file(const std::string& name) { return std::string(ORACLE_TEST_DATA_DIR) + "/" + name; }
 
@@ -41,66 +45,6 @@ std::string ids_text(const std::vector<int>& ids) {
   std::string s;
   for (int id : ids) s += " " + std::to_string(id);
   return s;
-}
-
-// ---- llama2.c's encode(), transcribed from run.c (the independent oracle) -----------
-struct RawTokenizer {
-  std::vector<std::string> pieces;  // as stored in tokenizer.bin (' ' for space)
-  std::vector<float> scores;
-  std::map<std::string, int> lookup;  // run.c's sorted vocab + bsearch
-};
-
-RawTokenizer read_raw(const std::string& path) {
-  std::string d = slurp(path);
-  RawTokenizer t;
-  for (size_t pos = 4; pos + 8 <= d.size();) {
-    float score;
-    int32_t len;
-    std::memcpy(&score, d.data() + pos, 4);
-    std::memcpy(&len, d.data() + pos + 4, 4);
-    t.lookup[d.substr(pos + 8, (size_t)len)] = (int)t.pieces.size();
-    t.pieces.push_back(d.substr(pos + 8, (size_t)len));
-    t.scores.push_back(score);
-    pos += 8 + (size_t)len;
-  }
-  return t;
-}
-
-int str_lookup(const RawTokenizer& t, const std::string& s) {
-  auto it = t.lookup.find(s);
-  return it == t.lookup.end() ? -1 : it->second;
-}
-
-std::vector<int> llama2c_encode(const RawTokenizer& t, const std::string& text) {
-  std::vector<int> tokens{1};  // bos
-  if (!text.empty()) tokens.push_back(str_lookup(t, " "));
-  std::string buf;
-  for (size_t i = 0; i < text.size(); i++) {
-    if ((text[i] & 0xC0) != 0x80) buf.clear();
-    buf += text[i];
-    char next = i + 1 < text.size() ? text[i + 1] : '\0';
-    if ((next & 0xC0) == 0x80 && buf.size() < 4) continue;
-    int id = str_lookup(t, buf);
-    if (id != -1) tokens.push_back(id);
-    else for (unsigned char b : buf) tokens.push_back((int)b + 3);
-    buf.clear();
-  }
-  while (true) {
-    float best_score = -1e10f;
-    int best_id = -1, best_idx = -1;
-    for (size_t i = 0; i + 1 < tokens.size(); i++) {
-      int id = str_lookup(t, t.pieces[tokens[i]] + t.pieces[tokens[i + 1]]);
-      if (id != -1 && t.scores[id] > best_score) {
-        best_score = t.scores[id];
-        best_id = id;
-        best_idx = (int)i;
-      }
-    }
-    if (best_idx == -1) break;
-    tokens[best_idx] = best_id;
-    tokens.erase(tokens.begin() + best_idx + 1);
-  }
-  return tokens;
 }
 
 // Seeded random text from pieces that exercise merges, score ties, spaces and

@@ -1,5 +1,7 @@
 #include "reference/tokenizer/detokenizer.h"
 
+#include "faults/fault.h"
+
 namespace oracle {
 
 StreamingDetokenizer::StreamingDetokenizer(Tokenizer tokenizer, int prev)
@@ -9,6 +11,7 @@ std::string StreamingDetokenizer::push(int token) {
   std::string out;
   for (char c : tokenizer_.token_bytes(prev_, token)) decoder_.push((uint8_t)c, out);
   prev_ = token;
+  if (fault::active(fault::Fault::DETOK_FLUSH_EACH_TOKEN)) decoder_.finish(out);  // FAULT: no hold-back
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/tokenizer/tokenizer_impl.h"
 #include "reference/base/utf8.h"
@@ -173,9 +174,8 @@ std::string Tokenizer::token_bytes(int prev, int id) const {
                 "token id " + std::to_string(id) + " outside the vocabulary");
   const std::string& text = impl_->token_text[id];
   bool at_start = prev < 0 || prev == v.bos_id;
-#ifdef ORACLE_FAULT_TOKENIZER_KEEP_DUMMY_PREFIX
-  at_start = false;  // FAULT: the SentencePiece dummy-prefix space is never stripped
-#endif
+  if (fault::active(fault::Fault::TOKENIZER_KEEP_DUMMY_PREFIX))
+    at_start = false;  // FAULT: the SentencePiece dummy-prefix space is never stripped
   if (v.type == VocabType::SentencePiece && v.add_space_prefix && at_start && !text.empty() &&
       text[0] == ' ')
     return text.substr(1);

@@ -8,6 +8,7 @@
 // ============================================================================
 #include <queue>
 
+#include "faults/fault.h"
 #include "reference/tokenizer/tokenizer_impl.h"
 #include "reference/base/utf8.h"
 
@@ -32,9 +33,8 @@ struct Bigram {
 // Priority: higher score first; equal scores: smaller left index first.
 struct BigramOrder {
   bool operator()(const Bigram& l, const Bigram& r) const {
-#ifdef ORACLE_FAULT_TOKENIZER_TIE_RIGHTMOST
-    return l.score < r.score || (l.score == r.score && l.left < r.left);  // FAULT: ties go right
-#endif
+    if (fault::active(fault::Fault::TOKENIZER_TIE_RIGHTMOST))
+      return l.score < r.score || (l.score == r.score && l.left < r.left);  // FAULT: ties go right
     return l.score < r.score || (l.score == r.score && l.left > r.left);
   }
 };

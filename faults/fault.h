@@ -1,0 +1,141 @@
+#pragma once
+// ============================================================================
+// Fault injection: the table of every deliberate bug the test suite must catch
+// (docs/testing.md "Faults" is generated from it and checked by test_fault_table).
+// The bottom layer: includes nothing of ours; every layer may include it.
+//
+//   if (fault::active(Fault::SPEC_BONUS_FROM_LAST_DRAFT_ROW)) { ...planted bug... }
+//
+// Normal builds: active() is `return false` behind `if constexpr`, so both
+// branches compile in every build and the optimiser removes the planted one.
+// The instrumented build (cmake -DORACLE_FAULT_INJECTION=ON, one build for all
+// faults) plants the fault whose name is in the environment variable
+// ORACLE_FAULT, read once. scripts/fault_check.sh runs, for every fault, the
+// tests listed here with ORACLE_FAULT=<name>: a fault counts as caught only
+// when one of them fails an assertion (not a crash, timeout or missing fixture).
+// Device code (nvcc's device pass) never plants a fault: kernel faults are
+// planted in the host emulation of the same .cu sources.
+// ============================================================================
+#include <cstdlib>
+#include <cstring>
+
+#ifndef ORACLE_FAULT_INJECTION
+#define ORACLE_FAULT_INJECTION 0
+#endif
+
+#if defined(__CUDACC__) && !defined(ORACLE_CUDA_EMULATION)
+#define ORACLE_FAULT_HD __host__ __device__ __forceinline__
+#else
+#define ORACLE_FAULT_HD inline
+#endif
+
+// X(name, layer, where, what it breaks, catching tests: "exe" or "exe:catch-filter", space separated)
+#define ORACLE_FAULT_TABLE(X)                                                                                    \
+  X(SOFTMAX_CANONICAL_NO_MAX, "numerics", "softmax_canonical",                                                  \
+    "sampling softmax exponentiates unshifted logits (overflow -> NaN)", "prop_softmax")                         \
+  X(SOFTMAX_NO_MAX, "reference/compute", "ops attention_chunk",                                                  \
+    "attention exponentiates unshifted scores (m_c = 0)", "test_ops")                              \
+  X(BATCH_DEPENDENT_REDUCTION, "reference/compute", "ops matmul",                                                \
+    "calls with more than one token sum each output sequentially instead of in 16 lanes", "prop_forward")       \
+  X(BATCH_ROPE_CONSECUTIVE, "reference/compute", "forward rope_rows",                                            \
+    "RoPE position of row r taken as rows[0].pos + r (right for one prefill, wrong for batch-mates)",           \
+    "prop_forward")                                                                                              \
+  X(KV_ROLLBACK_OFF_BY_ONE, "reference/compute", "KvCache::truncate", "truncate keeps one token too many",      \
+    "prop_kv_cache")                                                                                             \
+  X(PAGED_TRUNCATE_KEEPS_EXTRA_BLOCK, "reference/compute", "KvCache::truncate",                                  \
+    "paged truncate keeps n / bs + 1 blocks: a block leaks when n is a multiple of the block size",             \
+    "prop_kv_cache")                                                                                             \
+  X(PAGED_COW_SHARED_WRITE, "reference/compute", "KvCache copy_on_write",                                       \
+    "appending into a shared block writes into it instead of copying it", "prop_kv_cache")                      \
+  X(PREFIX_COW_SKIPS_CACHED, "reference/compute", "KvCache::append",                                            \
+    "a prefix-cached block with one owner is written in place after a rollback into it", "prop_kv_cache")       \
+  X(SPEC_ACCEPT_BY_P, "reference/generate", "accept_draft",                                                      \
+    "a draft is accepted with probability p(x) instead of min(1, p(x)/q(x))", "prop_speculative")               \
+  X(SPEC_RESAMPLE_FROM_P, "reference/generate", "residual",                                                     \
+    "after a rejection the replacement is drawn from p instead of normalise(max(0, p - q))", "prop_speculative")\
+  X(SPEC_REJECT_NO_STOP, "reference/generate", "speculative_step loop",                                          \
+    "after a rejection the step keeps testing the later drafts (conditioned on the rejected one)",             \
+    "prop_speculative")                                                                                          \
+  X(SPEC_RNG_SAME_POSITION, "reference/generate", "speculative_step keys",                                      \
+    "every draft position draws its uniforms at first.position (the counter never advances)",                  \
+    "prop_speculative")                                                                                          \
+  X(SPEC_BONUS_FROM_LAST_DRAFT_ROW, "reference/generate", "speculative_step bonus",                             \
+    "the bonus token is drawn from p_(k-1) instead of p_k", "prop_speculative")                                  \
+  X(DRAFT_ROLLBACK_KEEPS_REJECTED, "reference/generate", "ModelDrafter::catch_up",                              \
+    "the draft model's cache keeps its rejected drafts (prefix length compared, not tokens)",                  \
+    "prop_speculative")                                                                                          \
+  X(PENALTIES_TOUCH_UNSEEN, "reference/sampling", "Penalties", "the presence penalty is applied to unseen tokens",\
+    "prop_sampler")                                                                                              \
+  X(PENALTY_COUNT_ONCE, "reference/sampling", "Penalties",                                                       \
+    "the frequency penalty counts a repeated token once", "prop_sampler")                                        \
+  X(TOP_P_BOUNDARY_EXCLUSIVE, "reference/sampling", "TopP llamacpp",                                             \
+    "top-p stops at cum > p: a prefix reaching p exactly keeps one more token", "prop_sampler")                 \
+  X(MIN_P_BOUNDARY_EXCLUSIVE, "reference/sampling", "MinP llamacpp",                                             \
+    "min-p drops a logit equal to the threshold max + log(min_p)", "prop_sampler")                               \
+  X(STOP_SINGLE_TOKEN, "reference/generate", "StopMatcher::push", "stop strings are matched within one token only",\
+    "prop_stop")                                                                                                 \
+  X(STOP_IGNORES_EARLIER_PARTIAL, "reference/generate", "StopMatcher::release",                                  \
+    "no hold-back: stops at the first completed match", "prop_stop")                                             \
+  X(STOP_PARTIAL_WINDOW_SHORT, "reference/generate", "StopMatcher::earliest_partial",                            \
+    "the hold-back window is one byte short: the longest partial match is released", "prop_stop")               \
+  X(TOKENIZER_KEEP_DUMMY_PREFIX, "reference/tokenizer", "Tokenizer::token_bytes",                               \
+    "the SentencePiece dummy-prefix space is never stripped", "prop_tokenizer")                                  \
+  X(TOKENIZER_TIE_RIGHTMOST, "reference/tokenizer", "SPM BigramOrder", "equal scores merge the rightmost pair",  \
+    "prop_tokenizer test_tokenizer_conformance")                                                                 \
+  X(UTF8_DROP_INVALID, "reference/base", "Utf8Decoder::push", "invalid lead bytes dropped silently",            \
+    "test_detokenizer")                                                                           \
+  X(DETOK_FLUSH_EACH_TOKEN, "reference/tokenizer", "StreamingDetokenizer::push",                                \
+    "an incomplete UTF-8 sequence at the end of a token is replaced instead of held back",                     \
+    "prop_tokenizer test_detokenizer")                                                                           \
+  X(REPLAY_IGNORES_TOLERANCE, "audit", "replay support_verdict",                                                 \
+    "every token outside the support with a finite margin is called borderline", "test_replay")                 \
+  X(KERNEL_TREE_ORDER, "kernels", "lane_group.cuh group_tree_sum",                                               \
+    "the shuffle tree adds in reverse order (1, 2, 4, 8)", "test_kernels_emu")                                   \
+  X(KERNEL_ATTN_MERGE_ORDER, "kernels", "attention.cu merge",                                                    \
+    "attention chunk partials merged last to first (differs once a query sees 3 chunks)",                      \
+    "test_kernels_emu test_pipeline_emu")
+
+namespace oracle::fault {
+
+enum class Fault : int {
+#define ORACLE_FAULT_ENUM(name, layer, where, what, tests) name,
+  ORACLE_FAULT_TABLE(ORACLE_FAULT_ENUM)
+#undef ORACLE_FAULT_ENUM
+};
+
+// Names only (the descriptions expand only in faults/fault_table.cpp, so
+// editing a description or a test list changes no other translation unit).
+inline constexpr const char* kFaultNames[] = {
+#define ORACLE_FAULT_NAME(name, layer, where, what, tests) #name,
+    ORACLE_FAULT_TABLE(ORACLE_FAULT_NAME)
+#undef ORACLE_FAULT_NAME
+};
+inline constexpr int kFaultCount = (int)(sizeof kFaultNames / sizeof kFaultNames[0]);
+inline constexpr bool kInjection = ORACLE_FAULT_INJECTION != 0;
+
+// Index of the fault named `name`, -1 if none (empty or unknown).
+inline int fault_index(const char* name) {
+  if (!name) return -1;
+  for (int i = 0; i < kFaultCount; i++)
+    if (std::strcmp(kFaultNames[i], name) == 0) return i;
+  return -1;
+}
+
+// The fault ORACLE_FAULT names, read once (instrumented build only).
+inline int selected_fault() {
+  static const int selected = fault_index(std::getenv("ORACLE_FAULT"));
+  return selected;
+}
+
+// Whether fault f is planted in this run.
+ORACLE_FAULT_HD bool active(Fault f) {
+#if defined(__CUDA_ARCH__)
+  (void)f;
+  return false;  // nvcc device pass: faults are planted in the host emulation only
+#else
+  if constexpr (kInjection) return selected_fault() == (int)f;
+  else return false;
+#endif
+}
+
+}  // namespace oracle::fault

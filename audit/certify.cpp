@@ -48,7 +48,7 @@ struct Chunk {
 std::vector<Chunk> make_chunks(const std::vector<int>& corpus, int bos, const CertifyOptions& o) {
   std::vector<Chunk> chunks;
   const int n = o.ctx;
-  if (o.protocol == "llamacpp") {
+  if (o.protocol == Protocol::LlamaCpp) {
     for (size_t s = 0; s + n <= corpus.size(); s += n) {
       Chunk c{std::vector<int>(corpus.begin() + s, corpus.begin() + s + n), n / 2};
       c.tokens[0] = bos;
@@ -154,9 +154,15 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
 
 }  // namespace
 
+const char* protocol_name(Protocol p) { return p == Protocol::LlamaCpp ? "llamacpp" : "full"; }
+
+Protocol parse_protocol(const std::string& name) {
+  if (name == "full") return Protocol::Full;
+  if (name == "llamacpp") return Protocol::LlamaCpp;
+  throw InputError("--protocol", "protocol", "unknown protocol '" + name + "' (full or llamacpp)");
+}
+
 void check_certify_options(const Model& ref, const Model& cand, const CertifyOptions& o) {
-  require_input(o.protocol == "full" || o.protocol == "llamacpp", "--protocol", "protocol",
-                "unknown protocol '" + o.protocol + "' (full or llamacpp)");
   require_input(o.ctx >= 4, "--ctx", "ctx", "context must be at least 4 tokens");
   int limit = std::min(ref.config.seq_len, cand.config.seq_len);
   require_input(o.ctx <= limit, "--ctx", "ctx",
@@ -194,7 +200,7 @@ CertifyResult certify(const Model& ref, const Model& cand, const std::string& co
   require_comparable(ref, cand);
   check_certify_options(ref, cand, o);
   Tokenizer tok(ref.vocab);
-  const bool llamacpp = o.protocol == "llamacpp";
+  const bool llamacpp = o.protocol == Protocol::LlamaCpp;
   std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
   std::vector<Chunk> chunks = make_chunks(ids, tok.bos_id(), o);
   require_input(!chunks.empty(), "corpus", "tokens",

@@ -23,8 +23,15 @@
 
 namespace oracle {
 
+// full: every position of every chunk scored; llamacpp: llama-perplexity's
+// chunks (BOS first, the second half scored). Spelled "full" / "llamacpp" only
+// in JSON, reports and on the command line.
+enum class Protocol { Full, LlamaCpp };
+const char* protocol_name(Protocol p);
+Protocol parse_protocol(const std::string& name);  // InputError("--protocol", "protocol", ...)
+
 struct CertifyOptions {
-  std::string protocol = "full";  // "full" | "llamacpp"
+  Protocol protocol = Protocol::Full;
   int ctx = 128;                  // tokens per chunk (<= both models' seq_len)
   int threads = 1;                // chunks processed in parallel
   int max_chunks = 0;             // 0 = every complete chunk
@@ -37,7 +44,7 @@ struct CertifyOptions {
 };
 
 struct CertifyResult {
-  std::string protocol;
+  Protocol protocol = Protocol::Full;
   int ctx = 0;
   int corpus_tokens = 0;                   // tokens of the whole corpus (with BOS for llamacpp)
   int chunks = 0;

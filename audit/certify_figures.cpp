@@ -354,7 +354,7 @@ std::string svg_certificate_summary(const CertifyResult& r, const CertificateInf
       "candidate  " + info.candidate_path + "  sha256 " + info.candidate_sha256 + "  (" + info.weight_type +
           (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ")",
       "corpus     " + info.corpus_path + "  sha256 " + info.corpus_sha256 + "  " + std::to_string(r.corpus_tokens) + " tokens",
-      "protocol   " + r.protocol + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) + " chunks, " +
+      "protocol   " + std::string(protocol_name(r.protocol)) + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) + " chunks, " +
           std::to_string(sm.n) + " scored tokens; greedy " + std::to_string(r.greedy.prompts) + " prompts x " +
           std::to_string(r.greedy.steps) + " steps; oracle " + info.tool_version,
       "summary    mean KLD " + fmt("%.6f", sm.kld.mean) + " ± " + fmt("%.6f", sm.kld.se) + ", same top-1 " +

@@ -53,7 +53,7 @@ void each_chunk(int n, const CertifyOptions& o, int total, Fn fn) {
 
 CertifyResult result_shell(const KldBase& b) {
   CertifyResult r;
-  r.protocol = "llamacpp";
+  r.protocol = Protocol::LlamaCpp;
   r.ctx = (int)b.n_ctx;
   r.corpus_tokens = (int)b.tokens.size();
   r.chunks = b.n_chunk;

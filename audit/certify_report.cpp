@@ -146,7 +146,7 @@ nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& i
           {"candidate", {{"path", info.candidate_path}, {"sha256", info.candidate_sha256},
                          {"weight_type", info.weight_type}, {"kv_cache_int8", info.candidate_kv_int8}}},
           {"corpus", {{"path", info.corpus_path}, {"sha256", info.corpus_sha256}, {"tokens", r.corpus_tokens}}},
-          {"protocol", {{"name", r.protocol}, {"ctx", r.ctx}, {"chunks", r.chunks},
+          {"protocol", {{"name", protocol_name(r.protocol)}, {"ctx", r.ctx}, {"chunks", r.chunks},
                         {"pipeline", "canonical f32 reference (weights dequantized exactly at load)"}}},
           {"statistics", summary_json(r.summary)},
           {"greedy", {{"prompts", g.prompts}, {"steps", g.steps},
@@ -174,7 +174,7 @@ std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& 
        info.weight_type + (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ") |\n";
   m += "| corpus | `" + info.corpus_path + "` sha256 `" + info.corpus_sha256 + "`, " +
        std::to_string(r.corpus_tokens) + " tokens |\n";
-  m += "| protocol | " + r.protocol + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) +
+  m += "| protocol | " + std::string(protocol_name(r.protocol)) + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) +
        " chunks, " + std::to_string(s.n) + " scored tokens |\n";
   m += "| tool | oracle " + info.tool_version + " |\n\n## Thresholds\n\n| metric | limit | value | result |\n|---|---|---|---|\n";
   for (const ThresholdCheck& c : checks)

@@ -33,46 +33,6 @@ int index_of(const Candidates& c, int id) {
 // ============================================================================
 // Support: which processor removed a token, and how far past its boundary
 // ============================================================================
-// top-k: the k-th largest logit minus the token's (>= 0 when removed).
-double top_k_margin(const Candidates& before, int at, const SamplerConfig& c) {
-  const int k = c.preset == "hf" ? std::max(c.top_k, c.min_keep) : c.top_k;
-  std::vector<int> order = order_by_logit(before);
-  return (double)before.items[order[k - 1]].logit - (double)before.items[at].logit;
-}
-
-// top-p: the mass ranked above the token minus p (the token is kept while the
-// mass above it is still < p), summed in rank order in double.
-double top_p_margin(Candidates before, int at, const SamplerConfig& c) {
-  compute_probs(before);
-  double above = 0.0;
-  for (int i : order_by_prob(before)) {
-    if (i == at) break;
-    above += before.items[i].prob;
-  }
-  return above - (double)c.top_p;
-}
-
-// min-p: llamacpp in logits (max + log(min_p) - logit), hf in probability
-// (min_p * p_max - p).
-double min_p_margin(Candidates before, int at, const SamplerConfig& c) {
-  if (c.preset == "hf") {
-    compute_probs(before);
-    double pmax = 0.0;
-    for (const Candidate& k : before.items) pmax = std::max(pmax, (double)k.prob);
-    return (double)c.min_p * pmax - (double)before.items[at].prob;
-  }
-  double m = -kInf;
-  for (const Candidate& k : before.items) m = std::max(m, (double)k.logit);
-  return m + (double)num::log_canonical(c.min_p) - (double)before.items[at].logit;
-}
-
-double removal_margin(const std::string& proc, const Candidates& before, int at, const SamplerConfig& c) {
-  if (proc == "top_k") return top_k_margin(before, at, c);
-  if (proc == "top_p") return top_p_margin(before, at, c);
-  if (proc == "min_p") return min_p_margin(before, at, c);
-  return kInf;  // banned: no boundary to be near
-}
-
 // The selector's support: greedy = the argmax only; draw = non-zero probability.
 void selector_support(Candidates c, int at, const SamplerConfig& cfg, ForcedStep& s) {
   if (cfg.temperature <= 0.0f) {
@@ -98,10 +58,13 @@ void find_support(int token, std::span<const float> logits, const SamplerConfig&
   const std::vector<std::string> order = cfg.order.empty() ? preset_order(cfg.preset) : cfg.order;
   for (const std::string& name : order) {
     Candidates before = c;
-    make_processor(name, cfg)->apply(c, ctx);
+    const std::unique_ptr<Sampler> proc = make_processor(name, cfg);
+    proc->apply(c, ctx);
     if (index_of(c, token) < 0) {
+      const RemovalMargin m = proc->removal_margin(before, index_of(before, token));
       s.removed_by = name;
-      s.margin = removal_margin(name, before, index_of(before, token), cfg);
+      s.margin = m.distance;
+      s.margin_in_probability = m.in_probability;
       return;
     }
   }
@@ -183,11 +146,11 @@ std::string fmt(double x) {
 void support_verdict(const ForcedStep& s, const SamplerConfig& cfg, const ReplayOptions& o, TokenFinding& f) {
   f.reason = s.removed_by;
   f.margin = s.margin;
-  const bool prob = s.removed_by == "top_p" || (s.removed_by == "min_p" && cfg.preset == "hf");
+  const bool prob = s.margin_in_probability;
   const double tol = prob ? o.prob_tolerance : o.logit_tolerance;
   const bool near = std::isfinite(s.margin) &&
                     (s.margin <= tol || fault::active(fault::Fault::REPLAY_IGNORES_TOLERANCE));  // FAULT
-  f.verdict = near ? "borderline" : "impossible";
+  f.verdict = near ? Verdict::Borderline : Verdict::Impossible;
   if (!std::isfinite(s.margin)) {
     f.detail = s.removed_by == "banned" ? "the token is banned" : "the token has probability 0";
     return;
@@ -214,7 +177,7 @@ bool classify_token(int index, int logged, const ForcedStep& s, const SamplerCon
                     const ReplayOptions& o, TokenFinding& f) {
   f = base_finding(index, logged, s);
   if (s.after_stop) {
-    f.verdict = "impossible";
+    f.verdict = Verdict::Impossible;
     f.reason = "after_stop";
     f.detail = "the generation had already stopped";
     return true;
@@ -224,7 +187,7 @@ bool classify_token(int index, int logged, const ForcedStep& s, const SamplerCon
     return true;
   }
   if (s.reproduced == logged) return false;
-  f.verdict = own ? "not_reproducible" : "different_draw";
+  f.verdict = own ? Verdict::NotReproducible : Verdict::DifferentDraw;
   f.reason = "draw";
   f.detail = "inside the support (processed p=" + fmt(std::exp((double)s.logged_lp.processed_logprob)) +
              ", rank " + std::to_string(s.logged_lp.processed_rank) + ") but the reference drew " +
@@ -280,7 +243,7 @@ bool numeric_finding(int index, const LogRecord& rec, const ForcedStep& s, Token
   const bool same_lp = nlohmann::json(logged.logprobs) == nlohmann::json(s.logged_lp);
   if (same_lp && logged.logits_sha256 == s.logits_sha256) return false;
   f = base_finding(index, rec.output_ids[(size_t)index], s);
-  f.verdict = "not_reproducible";
+  f.verdict = Verdict::NotReproducible;
   f.reason = same_lp ? "logits" : "logprobs";
   f.detail = same_lp ? "same token, but the logits hash differs" : "same token, but the logprobs differ";
   return true;
@@ -296,10 +259,10 @@ RecordReport replay_own(const LogRecord& rec, const ReplayModel& rm, const Repla
   const GenerateOptions go = generate_options(rec);
   rep.notes = compare_result(rec, generate(rm.model, rm.tokenizer, rec.prompt, go));
   if (rep.notes.empty()) {
-    rep.status = "MATCH";
+    rep.status = RecordStatus::Match;
     return rep;
   }
-  rep.status = "DIVERGED";
+  rep.status = RecordStatus::Diverged;
   const ForcedRun run = teacher_force(rm, rec.prompt_ids, go, rec.output_ids);
   for (size_t i = 0; i < run.steps.size(); i++) {
     TokenFinding f;

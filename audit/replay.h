@@ -29,8 +29,21 @@
 
 namespace oracle {
 
+// Spelled as in the header comment only in the JSON report, the table and on
+// the command line (the *_name functions and parse_replay_mode).
+enum class ReplayMode { Auto, Own, Foreign };  // Auto: by each record's shape
+enum class RecordStatus { Match, Plausible, Diverged, Error, UnknownModel };
+enum class Verdict { NotReproducible, DifferentDraw, Impossible, Borderline, LogprobMismatch };
+const char* replay_mode_name(ReplayMode m);             // "auto" | "own" | "foreign"
+ReplayMode parse_replay_mode(const std::string& name);  // InputError("--mode", "mode", ...)
+const char* status_name(RecordStatus s);                // "MATCH" | "PLAUSIBLE" | "DIVERGED" | "ERROR" | "UNKNOWN_MODEL"
+const char* verdict_name(Verdict v);                    // "not_reproducible" | ... | "logprob_mismatch"
+// Impossible or LogprobMismatch: the logged token cannot have come from the
+// reference (a borderline, not-reproducible or different-draw token can).
+bool implausible(Verdict v);
+
 struct ReplayOptions {
-  std::string mode = "auto";        // "own" | "foreign" | "auto" (by the record's shape)
+  ReplayMode mode = ReplayMode::Auto;
   double prob_tolerance = 1e-4;     // borderline: mass distance to a top-p / hf min-p boundary
   double logit_tolerance = 1e-3;    // borderline: logit distance to a top-k / llamacpp min-p / greedy boundary
   double logprob_tolerance = 1e-3;  // foreign logprobs: |logged - reference| in nats
@@ -55,7 +68,7 @@ struct TokenFinding {
   int raw_rank = 0;
   float processed_logprob = 0.0f;  // -inf when the chain removed it
   int processed_rank = 0;          // 0 when the chain removed it
-  std::string verdict;       // see the header comment
+  Verdict verdict = Verdict::Impossible;  // see the header comment
   std::string reason;        // top_k, top_p, min_p, greedy, banned, zero_probability, after_stop,
                              // draw, logprobs, logits, logprob
   double margin = 0.0;       // distance past the support boundary (tolerance units of `reason`)
@@ -66,7 +79,7 @@ struct RecordReport {
   int line = 0;
   std::string mode;     // "own" | "foreign" | an engine (llamacpp-server, openai-chat, vllm-completions, ...)
                         // ("" for an ERROR before the mode was known)
-  std::string status;   // "MATCH" | "PLAUSIBLE" | "DIVERGED" | "ERROR" | "UNKNOWN_MODEL"
+  RecordStatus status = RecordStatus::Error;
   int n_tokens = 0;     // logged output tokens
   int diverged_at = -1; // first failing token, -1 if none
   std::vector<TokenFinding> findings;  // in token order
@@ -81,7 +94,7 @@ bool record_failed(const RecordReport& r);  // DIVERGED, ERROR or UNKNOWN_MODEL
 // implausible (logprob_mismatch) token, else the first finding; nullptr if none.
 const TokenFinding* headline_finding(const RecordReport& r);
 // First finding with this verdict, nullptr if none.
-const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict);
+const TokenFinding* first_finding(const RecordReport& r, Verdict verdict);
 
 // ---- one record --------------------------------------------------------------------------
 RecordReport replay_own(const LogRecord& record, const ReplayModel& rm, const ReplayOptions& o);
@@ -117,6 +130,7 @@ struct ForcedStep {
   std::string logits_sha256;
   std::string removed_by;     // "" if the logged token is in the support
   double margin = 0.0;        // distance past that processor's boundary
+  bool margin_in_probability = false;  // its units (Sampler::removal_margin); else logits
 };
 
 struct ForcedRun {

@@ -197,7 +197,7 @@ std::vector<std::string> sampler_order(const json& v, const json& s, const std::
 // The effective settings: generation_settings when logged (authoritative), else the request.
 SamplerConfig sampler_from(const json& s, const std::string& where, const std::string& prefix, int& n_predict,
                            std::vector<std::string>& stops, bool& ignore_eos, int& n_probs, bool& post) {
-  SamplerConfig c = preset_config("llamacpp");  // server defaults: temp 0.8, top-k 40, top-p 0.95, min-p 0.05, last_n 64
+  SamplerConfig c = preset_config(Preset::LlamaCpp);  // server defaults: temp 0.8, top-k 40, top-p 0.95, min-p 0.05, last_n 64
   c.temperature = get_num<float>(s, "temperature", c.temperature, where, prefix);
   c.top_k = get_num<int>(s, "top_k", c.top_k, where, prefix);
   c.top_p = get_num<float>(s, "top_p", c.top_p, where, prefix);

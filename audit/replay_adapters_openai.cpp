@@ -98,7 +98,7 @@ T req_num(const json& r, const char* key, T dflt) {
 // temperature 1, top_p 1, top_k off, min_p 0, repetition_penalty 1.
 SamplerConfig sampler_from(const json& r, const std::string& where) {
   SamplerConfig c;
-  c.preset = "hf";  // probability-space min-p, top-k/top-p over the sorted distribution
+  c.preset = Preset::Hf;  // probability-space min-p, top-k/top-p over the sorted distribution
   c.order = {"logit_bias", "banned", "penalties", "temperature", "min_p", "top_k", "top_p"};
   c.temperature = req_num<float>(r, "temperature", 1.0f);
   c.top_p = req_num<float>(r, "top_p", 1.0f);

@@ -38,7 +38,7 @@ TokenFinding mismatch(int choice, int index, const AdaptedStep& step, const Forc
   classify_token(index, step.id, s, cfg, false, o, f);
   f.choice = choice;
   f.index = index;
-  f.verdict = "logprob_mismatch";
+  f.verdict = Verdict::LogprobMismatch;
   f.reason = reason;
   f.margin = margin;
   f.detail = detail;
@@ -86,7 +86,6 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
   }
 }
 
-bool failing(const TokenFinding& f) { return f.verdict == "impossible" || f.verdict == "logprob_mismatch"; }
 
 }  // namespace
 
@@ -111,13 +110,13 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
       if (!run.steps[i].after_stop) logprob_findings(c.index, (int)i, c.steps[i], run.steps[i], a, o, found);
     }
     for (const TokenFinding& t : found)
-      if (failing(t) && rep.diverged_at < 0) rep.diverged_at = t.index;
+      if (implausible(t.verdict) && rep.diverged_at < 0) rep.diverged_at = t.index;
     if (c.finish_reason == "stop" && run.still_running)
       rep.notes.push_back("choice " + std::to_string(c.index) +
                           ": logged finish_reason stop, but no stated stop condition ends the text there");
     rep.findings.insert(rep.findings.end(), found.begin(), found.end());
   }
-  rep.status = rep.diverged_at >= 0 ? "DIVERGED" : "PLAUSIBLE";
+  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : RecordStatus::Plausible;
   return rep;
 }
 
@@ -252,14 +251,14 @@ RecordReport replay_json(const json& j, const std::string& where, const ModelRes
   const ReplayModel* rm = models.resolve(j, why);
   if (!rm) {
     RecordReport r;
-    r.status = "UNKNOWN_MODEL";
+    r.status = RecordStatus::UnknownModel;
     r.error = where + ": model: " + why;
     return r;
   }
   model_name = models.name_of(rm);
   const std::string engine = engine_of(j);
   const bool own = j.is_object() && j.contains("schema");
-  if (o.mode == "own" || (o.mode == "auto" && own)) return replay_own(record_from_json(j, where), *rm, o);
+  if (o.mode == ReplayMode::Own || (o.mode == ReplayMode::Auto && own)) return replay_own(record_from_json(j, where), *rm, o);
   if (!engine.empty()) return replay_adapted(adapt_engine_record(j, where, rm->tokenizer), *rm, o);
   require_input(j.is_object() && j.contains("choices"), where, "record",
                 "neither an oracle log record, a llama.cpp server / OpenAI / vLLM response, nor a completion record");
@@ -278,11 +277,11 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
     mode = j.is_object() && j.contains("schema") ? "own" : engine_of(j);
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {
-    rep.status = "ERROR";
+    rep.status = RecordStatus::Error;
     rep.error = replay_error_text(e, where);
     rep.mode = mode;
   } catch (const std::exception& e) {
-    rep.status = "ERROR";
+    rep.status = RecordStatus::Error;
     rep.error = where + ": " + e.what();
     rep.mode = mode;
   }

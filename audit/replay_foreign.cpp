@@ -44,7 +44,9 @@ void opt_float(const json& j, const char* key, float& out, const std::string& wh
 
 SamplerConfig foreign_sampler(const json& j, const std::string& where) {
   SamplerConfig c;
-  opt(j, "preset", c.preset, where);
+  std::string preset = preset_name(c.preset);
+  opt(j, "preset", preset, where);
+  c.preset = parse_preset(preset, where, "preset");
   c.order = preset_order(c.preset);
   opt_float(j, "temperature", c.temperature, where);
   opt_float(j, "top_p", c.top_p, where);
@@ -141,15 +143,13 @@ bool logprob_finding(int i, const ForeignRecord& f, const ForcedStep& s, const R
   const double diff = std::fabs((double)got - (double)ref);
   if (got == ref || diff <= o.logprob_tolerance) return false;
   classify_token(i, f.output_ids[(size_t)i], s, f.options.sampler, false, o, out);
-  out.verdict = "logprob_mismatch";
+  out.verdict = Verdict::LogprobMismatch;
   out.reason = "logprob";
   out.margin = diff;
   out.detail = "logged logprob " + std::to_string(got) + ", reference " + std::to_string(ref) +
                " (tolerance " + std::to_string(o.logprob_tolerance) + ")";
   return true;
 }
-
-bool fails(const TokenFinding& f) { return f.verdict == "impossible" || f.verdict == "logprob_mismatch"; }
 
 }  // namespace
 
@@ -168,10 +168,10 @@ RecordReport replay_foreign(const json& j, const std::string& where, const Repla
     if (logprob_finding((int)i, f, run.steps[i], o, t)) rep.findings.push_back(t);
   }
   for (const TokenFinding& t : rep.findings)
-    if (fails(t) && rep.diverged_at < 0) rep.diverged_at = t.index;
+    if (implausible(t.verdict) && rep.diverged_at < 0) rep.diverged_at = t.index;
   if (f.finish_reason == "stop" && run.still_running)
     rep.notes.push_back("logged finish_reason stop, but no stated stop condition ends the text there");
-  rep.status = rep.diverged_at >= 0 ? "DIVERGED" : "PLAUSIBLE";
+  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : RecordStatus::Plausible;
   return rep;
 }
 

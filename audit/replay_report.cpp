@@ -16,17 +16,40 @@ namespace oracle {
 
 using nlohmann::json;
 
+const char* replay_mode_name(ReplayMode m) {
+  return m == ReplayMode::Own ? "own" : m == ReplayMode::Foreign ? "foreign" : "auto";
+}
+
+ReplayMode parse_replay_mode(const std::string& name) {
+  if (name == "auto") return ReplayMode::Auto;
+  if (name == "own") return ReplayMode::Own;
+  if (name == "foreign") return ReplayMode::Foreign;
+  throw InputError("--mode", "mode", "unknown replay mode '" + name + "' (own, foreign or auto)");
+}
+
+const char* status_name(RecordStatus s) {
+  static const char* names[] = {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR", "UNKNOWN_MODEL"};
+  return names[(int)s];
+}
+
+const char* verdict_name(Verdict v) {
+  static const char* names[] = {"not_reproducible", "different_draw", "impossible", "borderline", "logprob_mismatch"};
+  return names[(int)v];
+}
+
+bool implausible(Verdict v) { return v == Verdict::Impossible || v == Verdict::LogprobMismatch; }
+
 bool record_failed(const RecordReport& r) {
-  return r.status == "DIVERGED" || r.status == "ERROR" || r.status == "UNKNOWN_MODEL";
+  return r.status == RecordStatus::Diverged || r.status == RecordStatus::Error || r.status == RecordStatus::UnknownModel;
 }
 
 const TokenFinding* headline_finding(const RecordReport& r) {
   for (const TokenFinding& f : r.findings)
-    if (f.verdict == "impossible" || f.verdict == "logprob_mismatch") return &f;
+    if (implausible(f.verdict)) return &f;
   return r.findings.empty() ? nullptr : &r.findings.front();
 }
 
-const TokenFinding* first_finding(const RecordReport& r, const std::string& verdict) {
+const TokenFinding* first_finding(const RecordReport& r, Verdict verdict) {
   for (const TokenFinding& f : r.findings)
     if (f.verdict == verdict) return &f;
   return nullptr;
@@ -49,18 +72,18 @@ std::string replay_error_text(const InputError& e, const std::string& where) {
 namespace {
 
 
-std::string record_mode(const json& j, const std::string& mode, const std::string& where) {
-  if (mode == "own" || mode == "foreign") return mode;
+ReplayMode record_mode(const json& j, ReplayMode mode, const std::string& where) {
+  if (mode != ReplayMode::Auto) return mode;
   require_input(j.is_object(), where, "record", "expected a JSON object");
-  if (j.contains("schema")) return "own";
-  if (j.contains("choices")) return "foreign";
+  if (j.contains("schema")) return ReplayMode::Own;
+  if (j.contains("choices")) return ReplayMode::Foreign;
   throw InputError(where, "record", "neither an oracle log record (\"schema\") nor a completion record (\"choices\")");
 }
 
 RecordReport replay_parsed(const std::string& text, const std::string& where, const ReplayModel& rm,
                            const ReplayOptions& o) {
   const json j = parse_json_text(text, where, "json");
-  if (record_mode(j, o.mode, where) == "own") return replay_own(record_from_json(j, where), rm, o);
+  if (record_mode(j, o.mode, where) == ReplayMode::Own) return replay_own(record_from_json(j, where), rm, o);
   return replay_foreign(j, where, rm, o);
 }
 
@@ -72,10 +95,10 @@ RecordReport replay_line(const LogLine& line, const std::string& file, const Rep
   try {
     rep = replay_parsed(line.text, where, rm, o);
   } catch (const InputError& e) {
-    rep.status = "ERROR";
+    rep.status = RecordStatus::Error;
     rep.error = replay_error_text(e, where);
   } catch (const std::exception& e) {
-    rep.status = "ERROR";
+    rep.status = RecordStatus::Error;
     rep.error = where + ": " + e.what();
   }
   rep.line = line.line_no;
@@ -122,7 +145,7 @@ json finding_json(const TokenFinding& f) {
               {"raw_rank", f.raw_rank},
               {"processed_logprob", json_float(f.processed_logprob)},
               {"processed_rank", f.processed_rank},
-              {"verdict", f.verdict},
+              {"verdict", verdict_name(f.verdict)},
               {"reason", f.reason},
               {"margin", std::isfinite(f.margin) ? json(f.margin) : json("inf")},
               {"detail", f.detail}};
@@ -131,7 +154,7 @@ json finding_json(const TokenFinding& f) {
 json record_json(const RecordReport& r) {
   json findings = json::array();
   for (const TokenFinding& f : r.findings) findings.push_back(finding_json(f));
-  return json{{"line", r.line},         {"mode", r.mode},           {"status", r.status},
+  return json{{"line", r.line},         {"mode", r.mode},           {"status", status_name(r.status)},
               {"n_tokens", r.n_tokens}, {"diverged_at", r.diverged_at}, {"findings", findings},
               {"notes", r.notes},       {"error", r.error},         {"model", r.model},
               {"n_choices", r.n_choices}};
@@ -141,16 +164,15 @@ json record_json(const RecordReport& r) {
 
 json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file, const ReplayOptions& o) {
   json records = json::array();
-  int counts[5] = {0, 0, 0, 0, 0};  // MATCH, PLAUSIBLE, DIVERGED, ERROR, UNKNOWN_MODEL
-  const char* names[5] = {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR", "UNKNOWN_MODEL"};
+  int counts[5] = {0, 0, 0, 0, 0};  // by RecordStatus: MATCH, PLAUSIBLE, DIVERGED, ERROR, UNKNOWN_MODEL
   for (const RecordReport& r : reports) {
     records.push_back(record_json(r));
-    for (int k = 0; k < 5; k++) counts[k] += r.status == names[k];
+    counts[(int)r.status]++;
   }
   return json{{"schema", "oracle-replay-report"},
               {"version", 1},
               {"file", file},
-              {"mode", o.mode},
+              {"mode", replay_mode_name(o.mode)},
               {"tolerances",
                {{"prob", o.prob_tolerance}, {"logit", o.logit_tolerance}, {"logprob", o.logprob_tolerance}}},
               {"summary",
@@ -167,7 +189,7 @@ namespace {
 std::string finding_text(const TokenFinding& f, int n_choices) {
   char b[200];
   std::snprintf(b, sizeof b, "token %d: logged %d, reproduced %d (p=%.4g, rank %d) %s", f.index, f.logged,
-                f.reproduced, std::exp((double)f.processed_logprob), f.processed_rank, f.verdict.c_str());
+                f.reproduced, std::exp((double)f.processed_logprob), f.processed_rank, verdict_name(f.verdict));
   const std::string choice = n_choices > 1 ? "choice " + std::to_string(f.choice) + " " : "";
   return choice + b + (f.reason.empty() ? "" : " [" + f.reason + "]");
 }
@@ -175,12 +197,12 @@ std::string finding_text(const TokenFinding& f, int n_choices) {
 // The headline names the first impossible or implausible token, not a
 // same-token "not reproducible" line; other findings follow.
 std::string record_detail(const RecordReport& r) {
-  if (r.status == "ERROR" || r.status == "UNKNOWN_MODEL") return r.error;
+  if (r.status == RecordStatus::Error || r.status == RecordStatus::UnknownModel) return r.error;
   std::string d;
-  const TokenFinding* head = r.status == "DIVERGED" ? headline_finding(r) : nullptr;
+  const TokenFinding* head = r.status == RecordStatus::Diverged ? headline_finding(r) : nullptr;
   if (head) {
     d = "DIVERGED at " + finding_text(*head, r.n_choices);
-    if (head->verdict != "impossible" && head->verdict != "logprob_mismatch")
+    if (!implausible(head->verdict))
       d += " (no impossible or implausible token)";
     if (head != &r.findings.front()) d += "; earlier: " + finding_text(r.findings.front(), r.n_choices);
   }
@@ -196,7 +218,7 @@ std::string replay_summary_table(const std::vector<RecordReport>& reports) {
   char b[96];
   for (const RecordReport& r : reports) {
     std::snprintf(b, sizeof b, "%6d  %-16s  %-13s  %6d  ", r.line, r.mode.empty() ? "-" : r.mode.c_str(),
-                  r.status.c_str(), r.n_tokens);
+                  status_name(r.status), r.n_tokens);
     out += b + record_detail(r) + "\n";
     failed += record_failed(r);
   }

@@ -56,7 +56,7 @@ const Fixture& fixture(const std::string& name) {
 }
 
 SamplerConfig sampler(const std::string& kind, uint64_t seed) {
-  SamplerConfig s = preset_config("llamacpp");
+  SamplerConfig s = preset_config(Preset::LlamaCpp);
   s.seed = seed;
   if (kind == "greedy") s.temperature = 0.0f;
   else s.temperature = 0.8f, s.top_k = 40, s.top_p = 0.95f, s.min_p = 0.05f, s.repetition_penalty = 1.1f;

@@ -175,7 +175,7 @@ inline rc::Gen<int> gen_block_size() { return rc::gen::element(1, 2, 3, 4, 7, 8,
 // penalties, some of them switched off.
 inline rc::Gen<SamplerConfig> gen_sampler_config() {
   return rc::gen::exec([] {
-    SamplerConfig s = preset_config(*rc::gen::element(std::string("llamacpp"), std::string("hf")));
+    SamplerConfig s = preset_config(*rc::gen::element(0, 1) ? Preset::Hf : Preset::LlamaCpp);
     s.temperature = *rc::gen::element(0.25f, 0.7f, 1.0f, 1.5f);
     s.top_k = *rc::gen::element(0, 1, 2, 5, 40);
     s.top_p = *rc::gen::element(1.0f, 0.95f, 0.5f, 0.1f);

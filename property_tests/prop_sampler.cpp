@@ -53,7 +53,7 @@ std::vector<double> softmax64(const std::vector<float>& x) {
 
 TEST_CASE("property: sampler laws", "[property][sampler]") {
   oracle::prop::Shapes shapes;
-  SamplerConfig cfg = preset_config("llamacpp");
+  SamplerConfig cfg = preset_config(Preset::LlamaCpp);
 
   oracle::prop::check("top-k keeps exactly k, the k largest, ties by lowest id", 2000, shapes, [&] {
     std::vector<float> x = *gen_finite_logits(1, 40);
@@ -102,7 +102,7 @@ TEST_CASE("property: sampler laws", "[property][sampler]") {
     int greedy = 0;  // independent of num::argmax_lowest: first index of the maximum
     for (size_t k = 1; k < x.size(); k++)
       if (x[k] > x[(size_t)greedy]) greedy = (int)k;
-    SamplerConfig g = preset_config("llamacpp");
+    SamplerConfig g = preset_config(Preset::LlamaCpp);
     g.temperature = 0.0f;
     RC_ASSERT(sample(build_chain(g), x, SamplingContext{{}, {}}).token == greedy);
     // A tiny positive temperature draws the argmax when it is unique (gap >= 1/4).
@@ -146,7 +146,7 @@ TEST_CASE("property: sampler laws", "[property][sampler]") {
   // the top-p prefix reaching p = j 2^-m (cumulative sums exact) is j tokens.
   oracle::prop::check("top-p boundary: a prefix reaching p exactly is the kept set (llamacpp, hf)", 1000, shapes, [&] {
     const int m = *rc::gen::inRange(1, 6), n = 1 << m, j = *rc::gen::inRange(1, n);
-    SamplerConfig s = preset_config(*rc::gen::element(std::string("llamacpp"), std::string("hf")));
+    SamplerConfig s = preset_config(*rc::gen::element(0, 1) ? Preset::Hf : Preset::LlamaCpp);
     s.top_p = (float)j / (float)n;
     s.min_keep = 1;
     const float v = (float)*rc::gen::inRange(-8, 9);
@@ -166,7 +166,7 @@ TEST_CASE("property: sampler laws", "[property][sampler]") {
     for (float& v : x)
       if (*rc::gen::inRange(0, 3) == 0) v = mx;
     RC_ASSERT(num::log_canonical(1.0f) == 0.0f);
-    SamplerConfig s = preset_config("llamacpp");
+    SamplerConfig s = preset_config(Preset::LlamaCpp);
     s.min_p = 1.0f;
     std::vector<int> want;
     for (size_t k = 0; k < x.size(); k++)
@@ -192,7 +192,7 @@ TEST_CASE("property: sampler laws", "[property][sampler]") {
 
 // Hand-computed results (known answers beside the laws above).
 TEST_CASE("sampler known answers", "[property][sampler]") {
-  SamplerConfig cfg = preset_config("llamacpp");
+  SamplerConfig cfg = preset_config(Preset::LlamaCpp);
   // four equal logits: probabilities exactly 1/4; top_p 0.5 is reached after two.
   cfg.top_p = 0.5f;
   CHECK(ids(run("top_p", cfg, {1.0f, 1.0f, 1.0f, 1.0f})) == std::vector<int>{0, 1});
@@ -209,7 +209,7 @@ TEST_CASE("sampler known answers", "[property][sampler]") {
   CHECK(ids(run("min_p", cfg, {3.0f, 2.0f, 2.5f})) == std::vector<int>{0, 2});
   // penalties: rep 2, freq 0.5, presence 0.25; history [1, 1, 2]:
   //   id 0 unseen: 3; id 1 (2 times): 4/2 - (2*0.5 + 0.25) = 0.75; id 2 (once): -1*2 - 0.75 = -2.75.
-  SamplerConfig p = preset_config("llamacpp");
+  SamplerConfig p = preset_config(Preset::LlamaCpp);
   p.repetition_penalty = 2.0f, p.frequency_penalty = 0.5f, p.presence_penalty = 0.25f, p.penalty_window = -1;
   const std::vector<int> history{1, 1, 2};
   Candidates c = run("penalties", p, {3.0f, 4.0f, -1.0f}, history);
@@ -218,7 +218,7 @@ TEST_CASE("sampler known answers", "[property][sampler]") {
   CHECK(c.items[1].logit == 0.75f);
   CHECK(c.items[2].logit == -2.75f);
   // top-k 2 of [1, 3, 3, 2]: ids 1 and 2 (ties by lowest id after the larger value).
-  SamplerConfig k = preset_config("llamacpp");
+  SamplerConfig k = preset_config(Preset::LlamaCpp);
   k.top_k = 2;
   CHECK(ids(run("top_k", k, {1.0f, 3.0f, 3.0f, 2.0f})) == std::vector<int>{1, 2});
 }

@@ -83,7 +83,7 @@ int run_certify_kld(const KldCliArgs& k, const std::string& reference, const std
   const int modes = !k.write_base.empty() + !k.reference_base.empty() + !k.candidate_base.empty() + !k.cache.empty();
   need(modes == 1, "--write-kld-base", "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base, "
        "--reference-cache");
-  need(o.protocol == "llamacpp", "--protocol",
+  need(o.protocol == Protocol::LlamaCpp, "--protocol",
        "KLD base files hold llama-perplexity's protocol; pass --protocol llamacpp");
   if (!k.write_base.empty()) return write_mode(k, reference, corpus_path, o);
   CertificateInfo info;

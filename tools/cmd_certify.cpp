@@ -32,6 +32,7 @@ struct CertifyOptions {
   std::string reference, candidate, corpus, thresholds, out = "certificate";
   std::string tokenizer;  // --tokenizer: the reference's vocabulary (a llama2.c reference embeds none)
   oracle::CertifyOptions options;
+  std::string protocol = "full";  // --protocol (parsed into options.protocol)
   KldCliArgs kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
   bool no_progress = false, quiet = false, json = false, no_png = false;
@@ -67,7 +68,7 @@ static std::string read_text(const std::string& path) {
 static void print_summary(const CertifyResult& r, const std::vector<ThresholdCheck>& checks,
                           const std::vector<std::string>& paths) {
   const Summary& s = r.summary;
-  std::printf("protocol %s, ctx %d, %d chunks, %lld scored tokens (corpus %d tokens)\n", r.protocol.c_str(),
+  std::printf("protocol %s, ctx %d, %d chunks, %lld scored tokens (corpus %d tokens)\n", protocol_name(r.protocol),
               r.ctx, r.chunks, (long long)s.n, r.corpus_tokens);
   std::printf("mean KLD        %.6f ± %.6f   (99%% %.6f, max %.6f)\n", s.kld.mean, s.kld.se,
               s.kld_percentiles[2].second, s.kld_percentiles[0].second);
@@ -122,6 +123,7 @@ static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const
 }
 
 static int run_certify(CertifyOptions& a) {
+  a.options.protocol = parse_protocol(a.protocol);
   check_before_scoring(a);
   Progress progress("certify", 0, !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
   a.options.progress = [&progress](int done, int total) { progress.update(done, total); };
@@ -171,7 +173,7 @@ Command setup_certify(CLI::App& app) {
       ->each([args](const std::string&) { args->ctx_given = true; });
   sub->add_flag("--allow-context-extension", args->allow_context_extension,
                 "Allow --ctx above the models' trained context (recorded in the certificate)");
-  sub->add_option("--protocol", args->options.protocol, "full (default) or llamacpp")->capture_default_str();
+  sub->add_option("--protocol", args->protocol, "full (default) or llamacpp")->capture_default_str();
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
   sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str()

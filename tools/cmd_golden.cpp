@@ -65,16 +65,16 @@ static const GoldenModel kModels[] = {
 // Greedy, and seeded sampling with several processor mixes.
 static std::vector<std::pair<std::string, SamplerConfig>> golden_samplers() {
   std::vector<std::pair<std::string, SamplerConfig>> out;
-  SamplerConfig g = preset_config("llamacpp");
+  SamplerConfig g = preset_config(Preset::LlamaCpp);
   g.temperature = 0.0f;
   out.push_back({"greedy", g});
-  SamplerConfig a = preset_config("llamacpp");
+  SamplerConfig a = preset_config(Preset::LlamaCpp);
   a.temperature = 0.8f, a.top_k = 40, a.top_p = 0.95f, a.seed = 42;
   out.push_back({"llamacpp-topk-topp", a});
-  SamplerConfig h = preset_config("hf");
+  SamplerConfig h = preset_config(Preset::Hf);
   h.temperature = 1.0f, h.top_p = 0.9f, h.top_k = 50, h.seed = 7;
   out.push_back({"hf-topk-topp", h});
-  SamplerConfig m = preset_config("llamacpp");
+  SamplerConfig m = preset_config(Preset::LlamaCpp);
   m.temperature = 0.7f, m.min_p = 0.05f, m.repetition_penalty = 1.1f, m.frequency_penalty = 0.2f;
   m.presence_penalty = 0.1f, m.penalty_window = 64, m.seed = 1234;
   out.push_back({"llamacpp-minp-penalties", m});
@@ -122,7 +122,7 @@ static std::string run_command(const json& r, const std::string& prefix) {
   } else {
     cmd += " --prompt " + shell_quote(r["prompt"].get<std::string>());
   }
-  cmd += " --max-tokens " + std::to_string(r["max_tokens"].get<int>()) + " --preset " + s.preset;
+  cmd += " --max-tokens " + std::to_string(r["max_tokens"].get<int>()) + " --preset " + preset_name(s.preset);
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 " --temperature %.9g --top-k %d --top-p %.9g --min-p %.9g --repeat-penalty %.9g"

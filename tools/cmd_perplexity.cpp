@@ -21,10 +21,12 @@ struct PerplexityOptions {
   ModelOptions model;
   std::string corpus;
   CertifyOptions options;
+  std::string protocol = "llamacpp";  // --protocol (parsed into options.protocol)
   bool json = false, quiet = false;
 };
 
 static int run_perplexity(PerplexityOptions a) {
+  a.options.protocol = parse_protocol(a.protocol);
   std::ifstream in(a.corpus, std::ios::binary);
   require_input(in.good(), a.corpus, "--corpus", "cannot open the corpus");
   std::stringstream ss;
@@ -43,11 +45,11 @@ static int run_perplexity(PerplexityOptions a) {
   if (a.json) {
     const nlohmann::json j = {{"model", lm.model.path}, {"model_sha256", lm.model.sha256},
                               {"corpus", a.corpus}, {"corpus_sha256", sha256_hex(corpus.data(), corpus.size())},
-                              {"protocol", r.protocol}, {"ctx", r.ctx}, {"chunks", r.chunks},
+                              {"protocol", protocol_name(r.protocol)}, {"ctx", r.ctx}, {"chunks", r.chunks},
                               {"tokens_scored", r.summary.n}, {"ppl", ppl.mean}, {"ppl_se", ppl.se}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s: protocol %s, ctx %d, %d chunks, %lld scored tokens\n", lm.model.path.c_str(), r.protocol.c_str(),
+    std::printf("%s: protocol %s, ctx %d, %d chunks, %lld scored tokens\n", lm.model.path.c_str(), protocol_name(r.protocol),
                 r.ctx, r.chunks, (long long)r.summary.n);
     std::printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl.mean, ppl.se);
   }
@@ -57,11 +59,10 @@ static int run_perplexity(PerplexityOptions a) {
 Command setup_perplexity(CLI::App& app) {
   auto a = std::make_shared<PerplexityOptions>();
   auto* sub = app.add_subcommand("perplexity", "Perplexity of one model on a corpus (llama-perplexity's chunks)");
-  a->options.protocol = "llamacpp";
   add_model_options(sub, a->model);
   sub->add_option("--corpus", a->corpus, "UTF-8 text to score")->required();
   sub->add_option("--ctx", a->options.ctx, "Tokens per chunk");
-  sub->add_option("--protocol", a->options.protocol, "llamacpp (llama-perplexity: score the second half of each chunk) "
+  sub->add_option("--protocol", a->protocol, "llamacpp (llama-perplexity: score the second half of each chunk) "
                   "or full (every position)");
   sub->add_option("--max-chunks", a->options.max_chunks, "Score at most this many chunks (0: all)");
   sub->add_flag("--json", a->json, "Print one JSON object");

@@ -27,6 +27,7 @@ struct ReplayOptions {
   ModelOptions model;       // overrides; empty = the first own record's model
   std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
   oracle::ReplayOptions replay;
+  std::string mode = "auto";  // --mode (parsed into replay.mode)
 };
 
 // A loaded model with the ReplayModel view of it (the view points into the holder).
@@ -137,7 +138,7 @@ int run_replay(const ReplayOptions& o) {
     return exit_code(reports);
   }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
-  if (o.replay.mode != "foreign") check_hashes(lines, lm, o);
+  if (o.replay.mode != ReplayMode::Foreign) check_hashes(lines, lm, o);
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
   const std::vector<RecordReport> reports = replay_with_progress(lines, single_model(rm), o);
   finish(reports, o);
@@ -155,7 +156,7 @@ Command setup_replay(CLI::App& app) {
       ->check(CLI::ExistingPath);
   sub->add_option("--context", opts->model.context, "Context length (default: the log's)")
       ->check(int_in<int>(0, 1 << 24));
-  sub->add_option("--mode", opts->replay.mode, "own, foreign or auto (by each record's shape)")
+  sub->add_option("--mode", opts->mode, "own, foreign or auto (by each record's shape)")
       ->check(CLI::IsMember({"own", "foreign", "auto"}));
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")
       ->check(int_in<int>(1, 256));
@@ -168,7 +169,10 @@ Command setup_replay(CLI::App& app) {
       ->check(float_in(0.0, 3.4e38));
   sub->add_option("--logprob-tol", opts->replay.logprob_tolerance, "Foreign logprob tolerance (nats)")
       ->check(float_in(0.0, 3.4e38));
-  return {sub, [opts] { return run_replay(*opts); }};
+  return {sub, [opts] {
+    opts->replay.mode = parse_replay_mode(opts->mode);
+    return run_replay(*opts);
+  }};
 }
 
 }  // namespace oracle::tools

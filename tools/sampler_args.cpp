@@ -10,16 +10,16 @@
 namespace oracle::tools {
 
 SamplerConfig preset_defaults(const std::string& name, bool do_sample) {
-  if (name == "llamacpp") return preset_config("llamacpp");
+  if (name == "llamacpp") return preset_config(Preset::LlamaCpp);
   if (name == "hf") {
-    SamplerConfig c = preset_config("hf");  // temperature 1, top-k 50, top-p 1
+    SamplerConfig c = preset_config(Preset::Hf);  // temperature 1, top-k 50, top-p 1
     if (!do_sample) c.temperature = 0.0f;   // GenerationConfig.do_sample = False: greedy
     return c;
   }
   require_input(name.empty() || name == "llamacpp-semantics" || name == "hf-semantics", name, "--preset",
                 "unknown preset (want llamacpp, hf, llamacpp-semantics or hf-semantics)");
   SamplerConfig c;  // every filter off
-  c.preset = name == "hf-semantics" ? "hf" : "llamacpp";
+  c.preset = name == "hf-semantics" ? Preset::Hf : Preset::LlamaCpp;
   c.temperature = 0.0f;
   return c;
 }

@@ -72,7 +72,7 @@ GenerateOptions mixed_options(int i) {
   GenerateOptions o;
   o.max_tokens = 6 + i % 5;
   SamplerConfig& s = o.sampler;
-  s = preset_config(i % 2 ? "hf" : "llamacpp");
+  s = preset_config(i % 2 ? Preset::Hf : Preset::LlamaCpp);
   s.temperature = i % 5 == 0 ? 0.0f : std::vector<float>{0.7f, 1.0f, 1.3f, 0.9f}[(size_t)i % 4];
   s.top_k = std::vector<int>{0, 5, 40}[(size_t)i % 3];
   s.top_p = std::vector<float>{1.0f, 0.9f, 0.6f, 0.95f}[(size_t)(i / 3) % 4];
@@ -110,7 +110,7 @@ std::vector<std::string> to_texts(const std::vector<LogRecord>& recs) {
 void require_all_match(const std::vector<RecordReport>& reps) {
   for (const RecordReport& r : reps) {
     INFO("line " << r.line << ": " << replay_summary_table({r}));
-    REQUIRE(r.status == "MATCH");
+    REQUIRE(r.status == RecordStatus::Match);
   }
 }
 
@@ -140,13 +140,13 @@ TEST_CASE("200 mixed logged generations written by the log writer replay as MATC
     REQUIRE(record_to_json(back) == record_to_json(recs[i]));
     stopped += recs[i].finish_reason == "stop";
     greedy += recs[i].sampler.temperature <= 0.0f;
-    hf += recs[i].sampler.preset == "hf";
+    hf += recs[i].sampler.preset == Preset::Hf;
   }
   CHECK(stopped > 10);  // the mix really exercises stops
   CHECK(greedy == 40);
   CHECK(hf == 100);
   ReplayOptions o;
-  o.mode = "own";
+  o.mode = ReplayMode::Own;
   require_all_match(replay_lines(lines, path, fx().rm(), o));
   std::filesystem::remove(path);
 }
@@ -167,10 +167,10 @@ TEST_CASE("one changed token id is flagged at exactly that index, not reproducib
   ReplayOptions ro;
   const RecordReport rep = replay_line({1, with_token(record_to_line(rec), index, alt)}, "edited.jsonl", fx().rm(), ro);
   INFO(replay_summary_table({rep}));
-  REQUIRE(rep.status == "DIVERGED");
+  REQUIRE(rep.status == RecordStatus::Diverged);
   REQUIRE(rep.diverged_at == index);
   REQUIRE(rep.findings.front().index == index);
-  CHECK(rep.findings.front().verdict == "not_reproducible");
+  CHECK(rep.findings.front().verdict == Verdict::NotReproducible);
   CHECK(rep.findings.front().logged == alt);
   CHECK(rep.findings.front().reproduced == original);  // same history up to here: our own draw
   CHECK(rep.findings.front().processed_rank >= 1);
@@ -203,7 +203,7 @@ TEST_CASE("a top_p lowered after the fact is impossible at the first token outsi
   GenerateOptions o;
   o.max_tokens = 24;
   o.stop_on_eos = false;
-  o.sampler.preset = "llamacpp";  // neutral config: T 1, every filter off
+  o.sampler.preset = Preset::LlamaCpp;  // neutral config: T 1, every filter off
   o.sampler.seed = 77;
   const LogRecord rec = fx().run("Once upon a time", o);
   const float new_p = 0.5f;
@@ -220,24 +220,24 @@ TEST_CASE("a top_p lowered after the fact is impossible at the first token outsi
   j["sampler"]["top_p"] = new_p;
   const RecordReport rep = replay_line({1, j.dump()}, "lowered.jsonl", fx().rm(), ReplayOptions{});
   INFO(replay_summary_table({rep}) << " expected index " << expected);
-  REQUIRE(rep.status == "DIVERGED");
-  const TokenFinding* imp = first_finding(rep, "impossible");
+  REQUIRE(rep.status == RecordStatus::Diverged);
+  const TokenFinding* imp = first_finding(rep, Verdict::Impossible);
   REQUIRE(imp != nullptr);
   CHECK(imp->index == expected);
   CHECK(imp->reason == "top_p");
   CHECK(std::fabs(imp->margin - expected_margin) < 1e-5);
-  CHECK(first_finding(rep, "borderline") == nullptr);
+  CHECK(first_finding(rep, Verdict::Borderline) == nullptr);
   CHECK(rep.diverged_at <= expected);
 
   // With a tolerance just above that token's margin it is borderline instead.
   ReplayOptions wide;
   wide.prob_tolerance = expected_margin + 1e-5;
   const RecordReport near = replay_line({1, j.dump()}, "lowered.jsonl", fx().rm(), wide);
-  const TokenFinding* b = first_finding(near, "borderline");
+  const TokenFinding* b = first_finding(near, Verdict::Borderline);
   REQUIRE(b != nullptr);
   CHECK(b->index == expected);
   CHECK(b->detail.find("within the tolerance") != std::string::npos);
-  CHECK(near.status == "DIVERGED");  // own log: borderline still fails
+  CHECK(near.status == RecordStatus::Diverged);  // own log: borderline still fails
 }
 
 TEST_CASE("garbled lines are reported with their line numbers; the others still replay", "[replay]") {
@@ -249,15 +249,15 @@ TEST_CASE("garbled lines are reported with their line numbers; the others still 
   texts[2] = "{\"hello\": 1}";  // neither an own nor a foreign record
   const std::vector<RecordReport> reps = replay_lines(to_lines(texts), "g.jsonl", fx().rm(), ReplayOptions{});
   REQUIRE(reps.size() == texts.size());  // records in == records reported
-  CHECK(reps[4].status == "ERROR");
+  CHECK(reps[4].status == RecordStatus::Error);
   CHECK(reps[4].error.find("g.jsonl:5: json:") == 0);
-  CHECK(reps[6].status == "ERROR");
+  CHECK(reps[6].status == RecordStatus::Error);
   CHECK(reps[6].error.find("g.jsonl:7: sampler.top_p:") == 0);
-  CHECK(reps[2].status == "ERROR");
+  CHECK(reps[2].status == RecordStatus::Error);
   CHECK(reps[2].error.find("g.jsonl:3: record:") == 0);
   for (int i : {0, 1, 3, 5, 7}) {
     INFO("line " << i + 1 << " " << reps[(size_t)i].error);
-    CHECK(reps[(size_t)i].status == "MATCH");
+    CHECK(reps[(size_t)i].status == RecordStatus::Match);
   }
   CHECK(replay_summary_table(reps).find("records: 8 in, 8 reported, 3 failed") != std::string::npos);
 }
@@ -289,7 +289,7 @@ json foreign_record(const LogRecord& rec) {
   return json{{"id", "cmpl-1"},
               {"object", "text_completion"},
               {"prompt", rec.prompt},
-              {"preset", s.preset},
+              {"preset", preset_name(s.preset)},
               {"temperature", s.temperature},
               {"top_k", s.top_k},
               {"top_p", s.top_p},
@@ -306,7 +306,7 @@ TEST_CASE("foreign OpenAI-style records: support and logprobs within tolerance",
   GenerateOptions o;
   o.max_tokens = 12;
   o.stop_on_eos = false;
-  o.sampler = preset_config("llamacpp");
+  o.sampler = preset_config(Preset::LlamaCpp);
   o.sampler.seed = 5;
   const LogRecord rec = fx().run("One day, a big dog", o);
   ReplayOptions ro;  // auto mode picks "foreign" from "choices"
@@ -314,18 +314,18 @@ TEST_CASE("foreign OpenAI-style records: support and logprobs within tolerance",
   RecordReport rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), ro);
   INFO(replay_summary_table({rep}));
   REQUIRE(rep.mode == "foreign");
-  REQUIRE(rep.status == "PLAUSIBLE");
-  CHECK(first_finding(rep, "impossible") == nullptr);
+  REQUIRE(rep.status == RecordStatus::Plausible);
+  CHECK(first_finding(rep, Verdict::Impossible) == nullptr);
 
   SECTION("a logprob off by more than the tolerance is flagged at its index") {
     f["choices"][0]["logprobs"]["token_logprobs"][5] = rec.steps[5].logprobs.raw_logprob + 0.5;
     f["choices"][0]["logprobs"]["token_logprobs"][7] = rec.steps[7].logprobs.raw_logprob + 0.5 * ro.logprob_tolerance;
     rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), ro);
-    REQUIRE(rep.status == "DIVERGED");
+    REQUIRE(rep.status == RecordStatus::Diverged);
     REQUIRE(rep.diverged_at == 5);
-    REQUIRE(first_finding(rep, "logprob_mismatch") != nullptr);
-    CHECK(first_finding(rep, "logprob_mismatch")->index == 5);
-    CHECK(std::fabs(first_finding(rep, "logprob_mismatch")->margin - 0.5) < 1e-4);
+    REQUIRE(first_finding(rep, Verdict::LogprobMismatch) != nullptr);
+    CHECK(first_finding(rep, Verdict::LogprobMismatch)->index == 5);
+    CHECK(std::fabs(first_finding(rep, Verdict::LogprobMismatch)->margin - 0.5) < 1e-4);
   }
   SECTION("a stated top_k of 1 makes the first non-argmax token impossible") {
     f["top_k"] = 1;
@@ -334,23 +334,23 @@ TEST_CASE("foreign OpenAI-style records: support and logprobs within tolerance",
       if (rec.steps[i].logprobs.raw_rank != 1) first = (int)i;
     REQUIRE(first >= 0);
     rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), ro);
-    REQUIRE(rep.status == "DIVERGED");
+    REQUIRE(rep.status == RecordStatus::Diverged);
     REQUIRE(rep.diverged_at == first);
-    CHECK(first_finding(rep, "impossible")->reason == "top_k");
+    CHECK(first_finding(rep, Verdict::Impossible)->reason == "top_k");
     // The margin is the logit gap to the argmax: the raw log-softmax gap.
     const float gap = rec.steps[(size_t)first].logprobs.raw_top[0].logprob - rec.steps[(size_t)first].logprobs.raw_logprob;
-    CHECK(std::fabs(first_finding(rep, "impossible")->margin - gap) < 1e-4);
+    CHECK(std::fabs(first_finding(rep, Verdict::Impossible)->margin - gap) < 1e-4);
     // A logit tolerance beyond that gap makes it borderline, which a foreign record may be.
     ReplayOptions wide = ro;
     wide.logit_tolerance = gap + 1e-3;
     rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), wide);
-    REQUIRE(first_finding(rep, "borderline") != nullptr);
-    CHECK(first_finding(rep, "borderline")->index == first);
+    REQUIRE(first_finding(rep, Verdict::Borderline) != nullptr);
+    CHECK(first_finding(rep, Verdict::Borderline)->index == first);
   }
   SECTION("a record for another model is an error naming model_sha256") {
     f["model_sha256"] = std::string(64, 'a');
     rep = replay_line({3, f.dump()}, "f.jsonl", fx().rm(), ro);
-    CHECK(rep.status == "ERROR");
+    CHECK(rep.status == RecordStatus::Error);
     CHECK(rep.error.find("f.jsonl:3: model_sha256:") == 0);
   }
 }
@@ -405,7 +405,7 @@ TEST_CASE("a replay model with another hash is an error naming the field", "[rep
   const LogRecord rec = mixed_records(1)[0];
   ReplayModel other{fx().model, fx().tok, std::string(64, '0'), fx().id.tokenizer_sha256};
   const RecordReport rep = replay_line({2, record_to_line(rec)}, "m.jsonl", other, ReplayOptions{});
-  CHECK(rep.status == "ERROR");
+  CHECK(rep.status == RecordStatus::Error);
   CHECK(rep.error.find("m.jsonl:2: model.sha256:") == 0);
 }
 
@@ -421,9 +421,9 @@ TEST_CASE("a token logged after a stop is impossible", "[replay]") {
   j["steps"].push_back(j["steps"].back());
   const RecordReport rep = replay_line({1, j.dump()}, "s.jsonl", fx().rm(), ReplayOptions{});
   INFO(replay_summary_table({rep}));
-  REQUIRE(rep.status == "DIVERGED");
+  REQUIRE(rep.status == RecordStatus::Diverged);
   REQUIRE(rep.diverged_at == (int)rec.output_ids.size());
-  CHECK(rep.findings.front().verdict == "impossible");
+  CHECK(rep.findings.front().verdict == Verdict::Impossible);
   CHECK(rep.findings.front().reason == "after_stop");
 }
 
@@ -436,11 +436,11 @@ TEST_CASE("a foreign record with text only is re-tokenized after the prompt", "[
   json f = {{"prompt", rec.prompt}, {"temperature", 0}, {"choices", {{{"text", rec.text}}}}};
   const RecordReport rep = replay_line({1, f.dump()}, "t.jsonl", fx().rm(), ReplayOptions{});
   INFO(replay_summary_table({rep}));
-  CHECK(rep.status == "PLAUSIBLE");
+  CHECK(rep.status == RecordStatus::Plausible);
   CHECK(rep.n_tokens == (int)fx().tok.encode(rec.prompt + rec.text, true).size() - (int)rec.prompt_ids.size());
   f["choices"][0]["text"] = rec.text + " zebra";  // not the greedy continuation
   const RecordReport bad = replay_line({1, f.dump()}, "t.jsonl", fx().rm(), ReplayOptions{});
-  CHECK(bad.status == "DIVERGED");
+  CHECK(bad.status == RecordStatus::Diverged);
   REQUIRE(bad.diverged_at >= 0);
-  CHECK(first_finding(bad, "impossible")->reason == "greedy");
+  CHECK(first_finding(bad, Verdict::Impossible)->reason == "greedy");
 }

@@ -7,6 +7,7 @@
 // positions, like the forward pass.
 // ============================================================================
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,12 +47,24 @@ struct SamplingContext {
   rng::RngKey rng;               // keyed draw identity: (seed, seq id, position)
 };
 
+// How far past a filter's own boundary a removed candidate was (replay's
+// "borderline" test, audit/replay.h): a logit distance for top-k and llamacpp
+// min-p, a probability-mass distance for top-p and hf min-p; +inf where there
+// is no boundary to be near (banned, or a processor that removes nothing).
+struct RemovalMargin {
+  double distance = std::numeric_limits<double>::infinity();
+  bool in_probability = false;
+};
+
 // A processor (or a selector, or a chain of them). One required operation.
 class Sampler {
  public:
   virtual ~Sampler() = default;
   virtual void apply(Candidates& c, const SamplingContext& ctx) const = 0;
   virtual std::string name() const = 0;
+  // For the candidate at index `at` of `before` (what apply() was given) that
+  // apply() removed. Computed in double from the same rule apply() uses.
+  virtual RemovalMargin removal_margin(const Candidates& before, int at) const { return {}; }
 };
 
 class SamplerChain : public Sampler {
@@ -66,10 +79,16 @@ class SamplerChain : public Sampler {
 };
 
 // ---- configuration (serialisable: the replay log stores it) ------------------------
-// Preset semantics: "hf" (Hugging Face transformers) or "llamacpp"; they fix
-// how top-k treats boundary ties, the top-p rule and the min-p space.
+// Preset semantics: Hugging Face transformers or llama.cpp; they fix how top-k
+// treats boundary ties, the top-p rule and the min-p space. Spelled "hf" and
+// "llamacpp" only in JSON and on the command line (preset_name / parse_preset).
+enum class Preset { LlamaCpp, Hf };
+const char* preset_name(Preset p);
+// InputError(file, field, ...) for anything but "llamacpp" and "hf".
+Preset parse_preset(const std::string& name, const std::string& file, const std::string& field);
+
 struct SamplerConfig {
-  std::string preset = "llamacpp";
+  Preset preset = Preset::LlamaCpp;
   std::vector<std::string> order;  // processor names; empty = the preset's order
   float temperature = 1.0f;        // <= 0: greedy selection (argmax, ties lowest id)
   int top_k = 0;                   // <= 0: off
@@ -87,8 +106,8 @@ struct SamplerConfig {
 
 // Processor names: "logit_bias", "banned", "penalties", "temperature",
 // "top_k", "top_p", "min_p".
-std::vector<std::string> preset_order(const std::string& preset);
-SamplerConfig preset_config(const std::string& preset);  // defaults + that preset's order
+std::vector<std::string> preset_order(Preset preset);
+SamplerConfig preset_config(Preset preset);  // defaults + that preset's order
 // Throws InputError("sampler", field, ...) on bad values / unknown names.
 void validate(const SamplerConfig& config, int vocab_size);
 // Processors in order (config.order or the preset's), then the selector.

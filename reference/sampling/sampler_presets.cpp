@@ -18,21 +18,27 @@ namespace oracle {
 //     penalty, bad words, then the warpers temperature -> top-k -> top-p -> min-p).
 // llamacpp: common_sampler's chain (logit bias, penalties, top-k, top-p, min-p,
 //     temperature last); banned tokens are llama.cpp's -inf logit bias.
-std::vector<std::string> preset_order(const std::string& preset) {
-  if (preset == "hf") return {"logit_bias", "penalties", "banned", "temperature", "top_k", "top_p", "min_p"};
-  if (preset == "llamacpp")
-    return {"logit_bias", "banned", "penalties", "top_k", "top_p", "min_p", "temperature"};
-  throw InputError("sampler", "preset", "unknown preset '" + preset + "' (hf, llamacpp)");
+const char* preset_name(Preset p) { return p == Preset::Hf ? "hf" : "llamacpp"; }
+
+Preset parse_preset(const std::string& name, const std::string& file, const std::string& field) {
+  if (name == "hf") return Preset::Hf;
+  if (name == "llamacpp") return Preset::LlamaCpp;
+  throw InputError(file, field, "unknown preset '" + name + "' (hf, llamacpp)");
+}
+
+std::vector<std::string> preset_order(Preset preset) {
+  if (preset == Preset::Hf) return {"logit_bias", "penalties", "banned", "temperature", "top_k", "top_p", "min_p"};
+  return {"logit_bias", "banned", "penalties", "top_k", "top_p", "min_p", "temperature"};
 }
 
 // Engine defaults: llama.cpp common_params_sampling (temp 0.8, top-k 40,
 // top-p 0.95, min-p 0.05, penalty_last_n 64); transformers GenerationConfig
 // with do_sample (temperature 1, top-k 50, top-p 1, no min-p).
-SamplerConfig preset_config(const std::string& preset) {
+SamplerConfig preset_config(Preset preset) {
   SamplerConfig c;
   c.preset = preset;
   c.order = preset_order(preset);
-  if (preset == "llamacpp") {
+  if (preset == Preset::LlamaCpp) {
     c.temperature = 0.8f;
     c.top_k = 40;
     c.top_p = 0.95f;
@@ -48,7 +54,7 @@ SamplerConfig preset_config(const std::string& preset) {
 // ---- validation -------------------------------------------------------------------------
 static void validate_order(const SamplerConfig& c) {
   std::vector<std::string> order = c.order.empty() ? preset_order(c.preset) : c.order;
-  std::vector<std::string> known = preset_order("llamacpp");
+  std::vector<std::string> known = preset_order(Preset::LlamaCpp);
   for (size_t i = 0; i < order.size(); i++) {
     require_input(std::find(known.begin(), known.end(), order[i]) != known.end(), "sampler", "order",
                   "unknown processor '" + order[i] + "'");
@@ -58,7 +64,6 @@ static void validate_order(const SamplerConfig& c) {
 }
 
 void validate(const SamplerConfig& c, int vocab_size) {
-  preset_order(c.preset);
   validate_order(c);
   // Negative temperatures are not "greedy": 0 is, and anything below is a mistake.
   require_input(std::isfinite(c.temperature) && c.temperature >= 0.0f, "sampler", "temperature",
@@ -93,7 +98,7 @@ SamplerChain build_chain(const SamplerConfig& config) {
 void to_json(nlohmann::json& j, const SamplerConfig& c) {
   nlohmann::json bias = nlohmann::json::array();
   for (const auto& [id, b] : c.logit_bias) bias.push_back({id, json_float(b)});
-  j = {{"preset", c.preset},
+  j = {{"preset", preset_name(c.preset)},
        {"order", c.order.empty() ? preset_order(c.preset) : c.order},
        {"temperature", json_float(c.temperature)},
        {"top_k", c.top_k},
@@ -126,7 +131,10 @@ void from_json(const nlohmann::json& j, SamplerConfig& c) {
   auto ffield = [&](const char* key, float& out) {
     if (j.contains(key)) out = float_from_json(j.at(key), key);
   };
-  field("preset", c.preset);
+  if (j.contains("preset")) {
+    require_input(j.at("preset").is_string(), "sampler", "preset", "wrong JSON type");
+    c.preset = parse_preset(j.at("preset").get<std::string>(), "sampler", "preset");
+  }
   field("order", c.order);
   ffield("temperature", c.temperature);
   field("top_k", c.top_k);

@@ -130,6 +130,11 @@ class TopK : public Sampler {
     keep_only(c, keep);
   }
   std::string name() const override { return "top_k"; }
+  // The k-th largest logit minus the token's (>= 0 when removed).
+  RemovalMargin removal_margin(const Candidates& before, int at) const override {
+    std::vector<int> order = order_by_logit(before);
+    return {(double)before.items[order[k_ - 1]].logit - (double)before.items[at].logit, false};
+  }
 
  private:
   int k_;
@@ -155,6 +160,18 @@ class TopP : public Sampler {
     keep_only(c, keep);
   }
   std::string name() const override { return "top_p"; }
+  // The mass ranked above the token minus p (the token is kept while the mass
+  // above it is still < p), summed in rank order in double.
+  RemovalMargin removal_margin(const Candidates& before, int at) const override {
+    Candidates c = before;
+    compute_probs(c);
+    double above = 0.0;
+    for (int i : order_by_prob(c)) {
+      if (i == at) break;
+      above += c.items[i].prob;
+    }
+    return {above - (double)p_, true};
+  }
 
  private:
   void mark_llamacpp(const Candidates& c, const std::vector<int>& order, std::vector<char>& keep) const {
@@ -213,6 +230,19 @@ class MinP : public Sampler {
     keep_only(c, keep);
   }
   std::string name() const override { return "min_p"; }
+  // hf: min_p * p_max - p (probability); llamacpp: max + log(min_p) - logit.
+  RemovalMargin removal_margin(const Candidates& before, int at) const override {
+    Candidates c = before;
+    if (hf_) {
+      compute_probs(c);
+      double pmax = 0.0;
+      for (const Candidate& k : c.items) pmax = std::max(pmax, (double)k.prob);
+      return {(double)p_ * pmax - (double)c.items[at].prob, true};
+    }
+    double m = -std::numeric_limits<double>::infinity();
+    for (const Candidate& k : c.items) m = std::max(m, (double)k.logit);
+    return {m + (double)num::log_canonical(p_) - (double)c.items[at].logit, false};
+  }
 
  private:
   float p_;
@@ -224,7 +254,7 @@ class MinP : public Sampler {
 
 // ---- factory ------------------------------------------------------------------------------
 std::unique_ptr<Sampler> make_processor(const std::string& name, const SamplerConfig& cfg) {
-  const bool hf = cfg.preset == "hf";
+  const bool hf = cfg.preset == Preset::Hf;
   if (name == "logit_bias") return std::make_unique<LogitBias>(cfg.logit_bias);
   if (name == "banned") return std::make_unique<Banned>(cfg.banned_tokens);
   if (name == "penalties")

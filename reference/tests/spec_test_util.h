@@ -61,7 +61,7 @@ inline SamplerConfig greedy_config() {
 
 // temperature, top-k, top-p, min-p and a repetition penalty all active.
 inline SamplerConfig sampling_config(uint64_t seed = 0) {
-  SamplerConfig c = preset_config("llamacpp");  // temp 0.8, top-k 40, top-p 0.95, min-p 0.05
+  SamplerConfig c = preset_config(Preset::LlamaCpp);  // temp 0.8, top-k 40, top-p 0.95, min-p 0.05
   c.repetition_penalty = 1.1f;
   c.seed = seed;
   return c;

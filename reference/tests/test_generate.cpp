@@ -87,7 +87,7 @@ std::vector<int> continuation_ids(const GenerationResult& r) {  // prompt after 
 GenerateOptions sampled(uint64_t seed, uint32_t seq_id, int max_tokens = 40) {
   GenerateOptions o;
   o.max_tokens = max_tokens;
-  o.sampler = preset_config("llamacpp");
+  o.sampler = preset_config(Preset::LlamaCpp);
   o.sampler.temperature = 1.0f;
   o.sampler.repetition_penalty = 1.1f;
   o.sampler.seed = seed;

@@ -44,7 +44,7 @@ std::vector<float> logits_of(const Candidates& c) {
 
 SamplerConfig cfg_for(const std::string& preset) {
   SamplerConfig c;
-  c.preset = preset;
+  c.preset = parse_preset(preset, "test", "preset");
   return c;
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("top-k boundary ties: llamacpp keeps exactly k by lowest id, hf keeps 
   SamplerConfig cfg = cfg_for("llamacpp");
   cfg.top_k = 2;
   CHECK(ids(run_one("top_k", cfg, {1, 3, 3, 3, 0})) == std::vector<int>{1, 2});
-  cfg.preset = "hf";
+  cfg.preset = Preset::Hf;
   CHECK(ids(run_one("top_k", cfg, {1, 3, 3, 3, 0})) == std::vector<int>{1, 2, 3});
   cfg.top_k = 0;  // off
   CHECK(ids(run_one("top_k", cfg, {1, 3, 3, 3, 0})).size() == 5);
@@ -197,9 +197,9 @@ TEST_CASE("a -inf bias or a ban is never drawn", "[sampler][bias]") {
 
 // ---- presets: order matters ---------------------------------------------------------------------
 TEST_CASE("preset orders: hf tempers before top-p, llamacpp after", "[sampler][preset]") {
-  CHECK(preset_order("hf") ==
+  CHECK(preset_order(Preset::Hf) ==
         std::vector<std::string>{"logit_bias", "penalties", "banned", "temperature", "top_k", "top_p", "min_p"});
-  CHECK(preset_order("llamacpp") ==
+  CHECK(preset_order(Preset::LlamaCpp) ==
         std::vector<std::string>{"logit_bias", "banned", "penalties", "top_k", "top_p", "min_p", "temperature"});
   // T = 2, top_p = 0.6 on [2,1,0,-1].
   // hf: tempered [1, .5, 0, -.5] -> probs [.45505, .27600, ...]: keeps {0, 1};
@@ -352,7 +352,7 @@ TEST_CASE("LogprobReport JSON round trip is bit-exact", "[logprobs][json]") {
 
 // ---- config: validation and JSON ---------------------------------------------------------------------
 TEST_CASE("SamplerConfig JSON round trip keeps every field", "[sampler][json]") {
-  SamplerConfig a = preset_config("hf");
+  SamplerConfig a = preset_config(Preset::Hf);
   a.temperature = 0.7f;
   a.top_p = 0.9f;
   a.logit_bias = {{5, -kInf}, {7, 1.5f}};
@@ -360,8 +360,8 @@ TEST_CASE("SamplerConfig JSON round trip keeps every field", "[sampler][json]") 
   a.seed = 0xfedcba9876543210ull;
   nlohmann::json j = a;
   SamplerConfig b = j.get<SamplerConfig>();
-  CHECK(b.preset == "hf");
-  CHECK(b.order == preset_order("hf"));
+  CHECK(b.preset == Preset::Hf);
+  CHECK(b.order == preset_order(Preset::Hf));
   CHECK(b.temperature == 0.7f);
   CHECK(b.top_p == 0.9f);
   CHECK(b.top_k == 50);
@@ -384,8 +384,7 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   c.top_p = 1.5f;
   CHECK(field_of([&] { validate(c, 10); }) == "top_p");
   c = {};
-  c.preset = "vllm";
-  CHECK(field_of([&] { validate(c, 10); }) == "preset");
+  CHECK(field_of([&] { from_json(nlohmann::json{{"preset", "vllm"}}, c); }) == "preset");
   c = {};
   c.order = {"top_k", "top_k"};
   CHECK(field_of([&] { validate(c, 10); }) == "order");

@@ -173,7 +173,7 @@ std::pair<std::vector<float>, std::vector<float>> real_pq(int t, const SamplerCo
 }
 
 SamplerConfig hf_config() {
-  SamplerConfig c = preset_config("hf");  // temperature first, then top-k, top-p, min-p
+  SamplerConfig c = preset_config(Preset::Hf);  // temperature first, then top-k, top-p, min-p
   c.temperature = 0.7f;
   c.top_k = 20;
   c.top_p = 0.9f;
@@ -211,7 +211,7 @@ TEST_CASE("exact emitted distribution equals p: real pair, sampling processors a
   for (const SamplerConfig& cfg : {sampling_config(), hf_config()})
     for (int t : {39, 44, 52, 65, 80}) {
       const auto [p, q] = real_pq(t, cfg);
-      INFO("preset " << cfg.preset << ", position " << t);
+      INFO("preset " << preset_name(cfg.preset) << ", position " << t);
       check_lossless(p, q);
     }
 }
@@ -286,7 +286,7 @@ void chi_square_check(int t, const SamplerConfig& cfg, long n) {
   const double pw_accept = power(p64, emitted_exact(p, q, Rule::accept_by_p).dist, n, alpha);
   std::printf("chi-square position %d (%s), n %ld: X2 %.2f, df %.0f, p-value %.4f; acceptance %.4f "
               "(exact %.4f, z %.2f); power at alpha %.0e: top +3 points %.4f, resample-from-p %.4f, "
-              "accept-by-p %.4f\n", t, cfg.preset.c_str(), n, c.statistic, c.df, c.p_value,
+              "accept-by-p %.4f\n", t, preset_name(cfg.preset), n, c.statistic, c.df, c.p_value,
               (double)f.accepted / n, exact.accept, z, alpha, pw_top, pw_resample, pw_accept);
   std::printf("  1 - power: top +3 points %.2e, resample-from-p %.2e, accept-by-p %.2e\n", 1 - pw_top,
               1 - pw_resample, 1 - pw_accept);

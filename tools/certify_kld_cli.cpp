@@ -12,7 +12,7 @@
 
 namespace oracle::tools {
 
-void add_kld_options(CLI::App* sub, KldCliArgs& k) {
+void add_kld_options(CLI::App* sub, KldOptions& k) {
   sub->add_option("--write-kld-base", k.write_base,
                   "Write the reference's llama.cpp KL-divergence base file (no candidate) and stop");
   sub->add_option("--reference-kld-base", k.reference_base,
@@ -23,7 +23,7 @@ void add_kld_options(CLI::App* sub, KldCliArgs& k) {
                   "Reference logits cached as a KLD base file: written if absent, reused if it matches");
 }
 
-bool kld_requested(const KldCliArgs& k) {
+bool kld_requested(const KldOptions& k) {
   return !k.write_base.empty() || !k.reference_base.empty() || !k.candidate_base.empty() || !k.cache.empty();
 }
 
@@ -65,7 +65,7 @@ void check_corpus_tokens(const KldBase& b, const std::string& path, const Model&
                 "the file's tokens are not " + m.path + "'s tokenization of " + corpus_path);
 }
 
-int write_mode(const KldCliArgs& k, const std::string& reference, const std::string& corpus_path,
+int write_mode(const KldOptions& k, const std::string& reference, const std::string& corpus_path,
                const oracle::CertifyOptions& o) {
   need(!reference.empty() && !corpus_path.empty(), "--write-kld-base", "needs --reference and --corpus");
   const Model ref = load_at(reference, o.ctx);
@@ -78,7 +78,7 @@ int write_mode(const KldCliArgs& k, const std::string& reference, const std::str
 
 }  // namespace
 
-int run_certify_kld(const KldCliArgs& k, const std::string& reference, const std::string& candidate,
+int run_certify_kld(const KldOptions& k, const std::string& reference, const std::string& candidate,
                     const std::string& corpus_path, oracle::CertifyOptions o, bool ctx_given, const CertifyFinish& finish) {
   const int modes = !k.write_base.empty() + !k.reference_base.empty() + !k.candidate_base.empty() + !k.cache.empty();
   need(modes == 1, "--write-kld-base", "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base, "

@@ -11,22 +11,22 @@
 
 namespace oracle::tools {
 
-struct KldCliArgs {
+struct KldOptions {
   std::string write_base;      // write the reference's base file and stop
   std::string reference_base;  // the reference is this file (corpus = its tokens)
   std::string candidate_base;  // the candidate is this file
   std::string cache;           // --reference-cache: written once, reused
 };
 
-void add_kld_options(CLI::App* sub, KldCliArgs& k);
-bool kld_requested(const KldCliArgs& k);
+void add_kld_options(CLI::App* sub, KldOptions& k);
+bool kld_requested(const KldOptions& k);
 
 // What cmd_certify does with a finished result: thresholds, certificate, summary.
 using CertifyFinish = std::function<int(const CertifyResult&, const CertificateInfo&)>;
 
 // Runs the requested mode; --reference/--candidate/--corpus are checked here per mode
 // (InputError naming the missing or extra option).
-int run_certify_kld(const KldCliArgs& k, const std::string& reference, const std::string& candidate,
+int run_certify_kld(const KldOptions& k, const std::string& reference, const std::string& candidate,
                     const std::string& corpus_path, oracle::CertifyOptions o, bool ctx_given, const CertifyFinish& finish);
 
 }  // namespace oracle::tools

@@ -33,7 +33,7 @@ struct CertifyOptions {
   std::string tokenizer;  // --tokenizer: the reference's vocabulary (a llama2.c reference embeds none)
   oracle::CertifyOptions options;
   std::string protocol = "full";  // --protocol (parsed into options.protocol)
-  KldCliArgs kld;          // KLD-base modes (tools/certify_kld_cli.h)
+  KldOptions kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
   bool no_progress = false, quiet = false, json = false, no_png = false;
   bool allow_context_extension = false;  // --ctx above the models' trained context

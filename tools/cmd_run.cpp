@@ -206,9 +206,7 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
 static int run_on_device(const DevicePipeline& dev, const LoadedModel& lm, const RunOptions& o) {
   const SamplerConfig& s = o.gen.sampler;
   Stopwatch clock;
-  require_input(s.temperature <= 0.0f && s.repetition_penalty == 1.0f && s.frequency_penalty == 0.0f &&
-                    s.presence_penalty == 0.0f && s.logit_bias.empty() && s.banned_tokens.empty() &&
-                    o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
+  require_input(plain_greedy(s) && o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
                     o.dump_logits.empty() && o.dump_trace.empty() &&
                     !speculative_enabled(o.spec),
                 o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "

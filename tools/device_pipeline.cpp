@@ -5,10 +5,12 @@
 // and the two kernel libraries live in different namespaces
 // (kernels/CMakeLists.txt), so both copies link into one `oracle`.
 #include <algorithm>
+#include <functional>
 
 #include "optimized/backend.h"
 #include "numerics/numerics.h"
 #include "reference/base/sha256.h"
+#include "reference/sampling/sampler.h"
 #include "tools/bench_support.h"
 #include "tools/device_backend.h"
 
@@ -31,52 +33,64 @@ std::string unavailable() {
 #endif
 }
 
+// One sequence, KV blocks of 16: every device run of the tools.
+optimized::Backend single_sequence(const Model& m, DeviceMode mode, Trace* trace = nullptr) {
+  return optimized::Backend(m, {1, 16, 0}, backend_options(mode, trace));
+}
+
+// The device greedy loop of every tool: prefill `prompt`, then at step i = 0, 1, ...
+// the device argmax of the last logits row (argmax_lowest: ties to the lowest id)
+// goes to on_token(i, id, those logits) and is fed back while on_token returns true.
+void greedy_loop(optimized::Backend& dev, std::span<const int> prompt,
+                 const std::function<bool(int, int, const std::vector<float>&)>& on_token) {
+  std::vector<float> logits = dev.forward(0, prompt);  // (1, vocab_size)
+  for (int i = 0;; i++) {
+    const int next = dev.argmax_last()[0];
+    if (!on_token(i, next, logits)) return;
+    logits = dev.forward(0, std::span<const int>(&next, 1));
+  }
+}
+
 // ---- greedy generation ------------------------------------------------------------------
 std::vector<int> greedy(const Model& m, const std::vector<int>& prompt, int max_tokens, const std::vector<int>& stop_ids,
                         DeviceMode mode) {
-  optimized::Backend dev(m, {1, 16, 0}, backend_options(mode));
   std::vector<int> out;
-  dev.forward(0, prompt);
-  for (int i = 0; i < max_tokens; i++) {
-    const int next = dev.argmax_last()[0];
+  if (max_tokens <= 0) return out;
+  optimized::Backend dev = single_sequence(m, mode);
+  greedy_loop(dev, prompt, [&](int i, int next, const std::vector<float>&) {
     out.push_back(next);
-    if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end() || (int)prompt.size() + i + 1 >= m.config.seq_len) break;
-    if (i + 1 < max_tokens) dev.forward(0, std::span<const int>(&next, 1));
-  }
+    const bool stop = std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end();
+    return !stop && (int)prompt.size() + i + 1 < m.config.seq_len && i + 1 < max_tokens;
+  });
   return out;
 }
 
 // ---- golden transcripts ------------------------------------------------------------------
-bool greedy_record(const nlohmann::json& r) {
-  const nlohmann::json& s = r["sampler"];
-  return s.value("temperature", 1.0f) <= 0.0f && s.value("repetition_penalty", 1.0f) == 1.0f &&
-         s.value("frequency_penalty", 0.0f) == 0.0f && s.value("presence_penalty", 0.0f) == 0.0f &&
-         s.value("logit_bias", nlohmann::json::array()).empty() &&
-         s.value("banned_tokens", nlohmann::json::array()).empty() && r["stop_strings"].empty();
-}
-
 std::string golden_mismatch(const nlohmann::json& r, const Model& m, DeviceMode mode, bool* skipped) {
-  *skipped = !greedy_record(r);
+  *skipped = !plain_greedy(r["sampler"].get<SamplerConfig>()) || !r["stop_strings"].empty();
   if (*skipped) return "";
   const auto prompt = r["prompt_ids"].get<std::vector<int>>();
   const auto want_ids = r["output_ids"].get<std::vector<int>>();
   const auto want_hash = r["logits_sha256"].get<std::vector<std::string>>();
-  optimized::Backend dev(m, {1, 16, 0}, backend_options(mode));
-  std::vector<float> logits = dev.forward(0, prompt);  // (1, vocab_size)
-  for (size_t i = 0; i < want_ids.size() && i < want_hash.size(); i++) {
+  const size_t steps = std::min(want_ids.size(), want_hash.size());
+  std::string mismatch;
+  if (steps == 0) return mismatch;
+  optimized::Backend dev = single_sequence(m, mode);
+  greedy_loop(dev, prompt, [&](int i, int next, const std::vector<float>& logits) {
     const std::string hash = sha256_hex(logits.data(), logits.size() * sizeof(float));
-    if (hash != want_hash[i]) return "step " + std::to_string(i) + ": logits sha256 golden " + want_hash[i] + ", device " + hash;
-    const int next = num::argmax_lowest(logits.data(), (int)logits.size());
-    if (next != want_ids[i])
-      return "step " + std::to_string(i) + ": token golden " + std::to_string(want_ids[i]) + ", device " + std::to_string(next);
-    if (i + 1 < want_ids.size()) logits = dev.forward(0, std::span<const int>(&next, 1));
-  }
-  return "";
+    if (hash != want_hash[(size_t)i])
+      mismatch = "step " + std::to_string(i) + ": logits sha256 golden " + want_hash[(size_t)i] + ", device " + hash;
+    else if (next != want_ids[(size_t)i])
+      mismatch = "step " + std::to_string(i) + ": token golden " + std::to_string(want_ids[(size_t)i]) + ", device " +
+                 std::to_string(next);
+    return mismatch.empty() && (size_t)i + 1 < steps;
+  });
+  return mismatch;
 }
 
 // ---- oracle diff -----------------------------------------------------------------------------
 void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& t) {
-  optimized::Backend dev(m, {1, 16, 0}, backend_options(mode, &t));
+  optimized::Backend dev = single_sequence(m, mode, &t);
   dev.forward(0, std::span<const int>(tokens.data(), (size_t)prompt_tokens));
   for (size_t i = (size_t)prompt_tokens; i < tokens.size(); i++) dev.forward(0, std::span<const int>(&tokens[i], 1));
 }
@@ -106,16 +120,15 @@ nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int dec
   const Config& c = m.config;
   std::vector<int> prompt((size_t)prompt_tokens);  // BOS then a fixed sequence (content does not matter)
   for (int i = 0; i < prompt_tokens; i++) prompt[(size_t)i] = i == 0 ? 1 % c.vocab_size : (3 + 31 * i) % c.vocab_size;
-  optimized::Backend dev(m, {1, 16, 0}, backend_options(mode));
-  Stopwatch prefill;
-  dev.forward(0, prompt);
-  int token = dev.argmax_last()[0];
-  const double prefill_s = prefill.seconds();
-  Stopwatch decode;
-  for (int i = 0; i < decode_tokens; i++) {
-    dev.forward(0, std::span<const int>(&token, 1));
-    token = dev.argmax_last()[0];
-  }
+  optimized::Backend dev = single_sequence(m, mode);
+  Stopwatch prefill, decode;
+  double prefill_s = 0.0;
+  int token = -1;
+  greedy_loop(dev, prompt, [&](int i, int next, const std::vector<float>&) {
+    if (i == 0) prefill_s = prefill.seconds(), decode = Stopwatch();  // prefill + its argmax
+    token = next;
+    return i < decode_tokens;
+  });
   const double decode_s = decode.seconds();
   const double decode_tok_s = decode_tokens / decode_s, bytes = decode_weight_bytes(c);
   const double peak = peak_bandwidth();

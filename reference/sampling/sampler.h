@@ -108,6 +108,10 @@ struct SamplerConfig {
 // "top_k", "top_p", "min_p".
 std::vector<std::string> preset_order(Preset preset);
 SamplerConfig preset_config(Preset preset);  // defaults + that preset's order
+// Greedy selection with no processor that can move the argmax (repetition /
+// frequency / presence penalties, logit bias, banned ids; top-k/top-p/min-p
+// always keep the argmax): the configurations the device backends run.
+bool plain_greedy(const SamplerConfig& config);
 // Throws InputError("sampler", field, ...) on bad values / unknown names.
 void validate(const SamplerConfig& config, int vocab_size);
 // Processors in order (config.order or the preset's), then the selector.

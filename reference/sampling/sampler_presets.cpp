@@ -51,6 +51,11 @@ SamplerConfig preset_config(Preset preset) {
   return c;
 }
 
+bool plain_greedy(const SamplerConfig& c) {
+  return c.temperature <= 0.0f && c.repetition_penalty == 1.0f && c.frequency_penalty == 0.0f &&
+         c.presence_penalty == 0.0f && c.logit_bias.empty() && c.banned_tokens.empty();
+}
+
 // ---- validation -------------------------------------------------------------------------
 static void validate_order(const SamplerConfig& c) {
   std::vector<std::string> order = c.order.empty() ? preset_order(c.preset) : c.order;

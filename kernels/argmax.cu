@@ -37,7 +37,7 @@ __global__ void argmax_kernel(const float* x, int* out, int n, int R) {
 
 }  // namespace
 
-void argmax_rows(const float* x, int* out, int n, int R, cudaStream_t stream) {
+void argmax_rows(int* out, const float* x, int R, int n, cudaStream_t stream) {
   if (R <= 0) return;
   LaunchConfig cfg;
   cfg.grid = dim3(blocks_for(R, kRowsPerBlock));

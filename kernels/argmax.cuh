@@ -17,6 +17,6 @@
 
 namespace oracle::kernels {
 
-void argmax_rows(const float* x, int* out, int n, int R, cudaStream_t stream = nullptr);
+void argmax_rows(int* out, const float* x, int R, int n, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

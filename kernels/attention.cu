@@ -162,8 +162,8 @@ void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int*
   if (n > 0) launch(flat_launch(n, kThreads, stream), kv_store_kernel, kv, k, v, seq, pos, T);
 }
 
-void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
-               int max_pos, const AttentionShape& shape, float* workspace, float* out,
+void attention(float* out, const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
+               int max_pos, const AttentionShape& shape, float* workspace,
                cudaStream_t stream, AttentionVersion version) {
   if (T <= 0) return;
   if (shape.n_kv_heads <= 0 || shape.n_heads % shape.n_kv_heads != 0)

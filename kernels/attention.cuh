@@ -78,8 +78,8 @@ inline size_t attention_workspace_floats(int T, const AttentionShape& s, int max
 enum class AttentionVersion { Auto, Naive, Tiled };
 
 // max_pos: an upper bound of pos[0..T) known on the host (sizes the chunk grid).
-void attention(const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
-               int max_pos, const AttentionShape& shape, float* workspace, float* out,
+void attention(float* out, const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,
+               int max_pos, const AttentionShape& shape, float* workspace,
                cudaStream_t stream = nullptr, AttentionVersion version = AttentionVersion::Auto);
 
 }  // namespace oracle::kernels

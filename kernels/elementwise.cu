@@ -26,12 +26,12 @@ __global__ void bias_rows_kernel(float* y, const float* b, int width, long long 
 
 }  // namespace
 
-void add_bias_rows(float* y, const float* b, int width, int rows, cudaStream_t stream) {
-  const long long n = (long long)rows * width;
-  if (n > 0) launch(flat_launch(n, kThreads, stream), bias_rows_kernel, y, b, width, n);
+void add_bias_rows(float* y, const float* b, int T, int n, cudaStream_t stream) {
+  const long long total = (long long)T * n;
+  if (total > 0) launch(flat_launch(total, kThreads, stream), bias_rows_kernel, y, b, n, total);
 }
 
-void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream) {
+void swiglu(float* h, const float* gate, const float* up, long long n, cudaStream_t stream) {
   if (n > 0) launch(flat_launch(n, kThreads, stream), swiglu_kernel, gate, up, h, n);
 }
 

@@ -16,9 +16,9 @@
 
 namespace oracle::kernels {
 
-void swiglu(const float* gate, const float* up, float* h, long long n, cudaStream_t stream = nullptr);
+void swiglu(float* h, const float* gate, const float* up, long long n, cudaStream_t stream = nullptr);
 void residual_add(float* x, const float* y, long long n, cudaStream_t stream = nullptr);
-// y (rows, width), b (width).
-void add_bias_rows(float* y, const float* b, int width, int rows, cudaStream_t stream = nullptr);
+// y (T, n), b (n).
+void add_bias_rows(float* y, const float* b, int T, int n, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

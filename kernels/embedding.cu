@@ -21,7 +21,7 @@ __global__ void embedding_kernel(const float* table, const int* tokens, float* o
 
 }  // namespace
 
-void embedding(const float* table, const int* tokens, float* out, int vocab, int dim, int T,
+void embedding(float* out, const float* table, const int* tokens, int T, int vocab, int dim,
                cudaStream_t stream) {
   if ((long long)T * dim <= 0) return;
   LaunchConfig cfg;

@@ -14,7 +14,7 @@
 
 namespace oracle::kernels {
 
-void embedding(const float* table, const int* tokens, float* out, int vocab, int dim, int T,
+void embedding(float* out, const float* table, const int* tokens, int T, int vocab, int dim,
                cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -28,7 +28,7 @@ struct FastGemm::Impl {};
 FastGemm::FastGemm() : impl_(std::make_unique<Impl>()) {}
 FastGemm::~FastGemm() = default;
 
-void FastGemm::run(const float* W, const float* x, float* out, int N, int K, int T, FastPrecision,
+void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision,
                    cudaStream_t stream) {
   if ((long long)N * T <= 0) return;
   LaunchConfig cfg;
@@ -58,7 +58,7 @@ FastGemm::~FastGemm() {
   if (impl_ && impl_->handle) cublasDestroy(impl_->handle);
 }
 
-void FastGemm::run(const float* W, const float* x, float* out, int N, int K, int T, FastPrecision precision,
+void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision precision,
                    cudaStream_t stream) {
   if ((long long)N * T <= 0) return;
   check_cublas(cublasSetStream(impl_->handle, stream), "cublasSetStream");

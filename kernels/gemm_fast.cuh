@@ -30,7 +30,7 @@ class FastGemm {
   ~FastGemm();
   FastGemm(const FastGemm&) = delete;
   FastGemm& operator=(const FastGemm&) = delete;
-  void run(const float* W, const float* x, float* out, int N, int K, int T, FastPrecision precision,
+  void run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision precision,
            cudaStream_t stream = nullptr);
 
  private:

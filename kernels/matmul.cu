@@ -62,7 +62,7 @@ __global__ void matmul_kernel(Row W, const float* x, float* out, int N, int K, i
 }
 
 template <typename Row>
-void launch_matmul(Row W, const float* x, float* out, int N, int K, int T, cudaStream_t stream) {
+void launch_matmul(float* out, const float* x, Row W, int T, int K, int N, cudaStream_t stream) {
   if (N <= 0 || T <= 0) return;
   LaunchConfig cfg;
   cfg.grid = dim3(blocks_for((long long)N * T, kPairsPerBlock));
@@ -78,18 +78,18 @@ void require_k32(int K, const char* what) {
 
 }  // namespace
 
-void matmul_f32(const float* W, const float* x, float* out, int N, int K, int T, cudaStream_t stream) {
-  launch_matmul(RowF32{W, K}, x, out, N, K, T, stream);
+void matmul_f32(float* out, const float* x, const float* W, int T, int K, int N, cudaStream_t stream) {
+  launch_matmul(out, x, RowF32{W, K}, T, K, N, stream);
 }
 
-void matmul_q8_0(const uint8_t* W, const float* x, float* out, int N, int K, int T, cudaStream_t stream) {
+void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int N, cudaStream_t stream) {
   require_k32(K, "matmul_q8_0");
-  launch_matmul(RowQ8_0{W, K}, x, out, N, K, T, stream);
+  launch_matmul(out, x, RowQ8_0{W, K}, T, K, N, stream);
 }
 
-void matmul_q4_0(const uint8_t* W, const float* x, float* out, int N, int K, int T, cudaStream_t stream) {
+void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N, cudaStream_t stream) {
   require_k32(K, "matmul_q4_0");
-  launch_matmul(RowQ4_0{W, K}, x, out, N, K, T, stream);
+  launch_matmul(out, x, RowQ4_0{W, K}, T, K, N, stream);
 }
 
 }  // namespace oracle::kernels

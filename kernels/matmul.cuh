@@ -28,12 +28,12 @@
 
 namespace oracle::kernels {
 
-void matmul_f32(const float* W, const float* x, float* out, int N, int K, int T,
+void matmul_f32(float* out, const float* x, const float* W, int T, int K, int N,
                 cudaStream_t stream = nullptr);
 // K must be a multiple of 32 (throws std::invalid_argument otherwise).
-void matmul_q8_0(const uint8_t* W, const float* x, float* out, int N, int K, int T,
+void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int N,
                  cudaStream_t stream = nullptr);
-void matmul_q4_0(const uint8_t* W, const float* x, float* out, int N, int K, int T,
+void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N,
                  cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -24,7 +24,7 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* out, int n
 
 }  // namespace
 
-void rmsnorm(const float* x, const float* w, float* out, int n, int T, float eps, cudaStream_t stream) {
+void rmsnorm(float* out, const float* x, const float* w, int T, int n, float eps, cudaStream_t stream) {
   if (T <= 0) return;
   LaunchConfig cfg;
   cfg.grid = dim3(blocks_for(T, kTokensPerBlock));

@@ -16,7 +16,7 @@
 
 namespace oracle::kernels {
 
-void rmsnorm(const float* x, const float* w, float* out, int n, int T, float eps,
+void rmsnorm(float* out, const float* x, const float* w, int T, int n, float eps,
              cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

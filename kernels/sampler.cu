@@ -97,18 +97,18 @@ LaunchConfig config(unsigned grid, unsigned block, bool sync, cudaStream_t strea
 
 int rank_order_stride(int n) { return pow2_at_least(n); }
 
-void rank_sort_rows(const float* probs, int n, int R, int* order, cudaStream_t stream) {
+void rank_sort_rows(int* order, const float* probs, int R, int n, cudaStream_t stream) {
   if (R > 0) launch(config(R, kThreads, true, stream), sort_by_prob_kernel, probs, n, pow2_at_least(n), order);
 }
 
-void draw_rows(const float* probs, int n, int R, const int* order, const float* u, int* out,
+void draw_rows(int* out, const float* probs, const int* order, const float* u, int R, int n,
                cudaStream_t stream) {
   if (R > 0)
     launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, probs, n, pow2_at_least(n),
            order, R, u, out);
 }
 
-void philox_uniforms(uint64_t seed, const int* seq, const int* pos, uint32_t purpose, int R, float* u,
+void philox_uniforms(float* u, const int* seq, const int* pos, int R, uint64_t seed, uint32_t purpose,
                      cudaStream_t stream) {
   if (R > 0)
     launch(config(blocks_for(R, kThreads), kThreads, false, stream), uniform_kernel, seed, seq, pos, purpose,
@@ -120,11 +120,11 @@ size_t sample_workspace_ints(int n, int R) {
   return (size_t)pow2_at_least(n) * rows + (size_t)rows;  // rank orders, then the uniforms (as float bits)
 }
 
-void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, const int* seq,
-                 const int* pos, int* workspace, int* out, cudaStream_t stream) {
+void sample_rows(int* out, float* logits, const int* seq, const int* pos, int R, int n, float temperature,
+                 uint64_t seed, int* workspace, cudaStream_t stream) {
   if (R <= 0) return;
   if (!(temperature > 0.0f)) {
-    argmax_rows(logits, out, n, R, stream);
+    argmax_rows(out, logits, R, n, stream);
     return;
   }
   const long long total = (long long)n * R;
@@ -132,10 +132,10 @@ void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, 
   float* u = reinterpret_cast<float*>(workspace + (size_t)pow2_at_least(n) * R);
   launch(config(blocks_for(total, kThreads), kThreads, false, stream), temperature_kernel, logits, total,
          temperature);
-  softmax_rows(logits, nullptr, n, R, stream);
-  rank_sort_rows(logits, n, R, order, stream);
-  philox_uniforms(seed, seq, pos, oracle::rng::kPurposeSample, R, u, stream);
-  draw_rows(logits, n, R, order, u, out, stream);
+  softmax_rows(logits, nullptr, R, n, stream);
+  rank_sort_rows(order, logits, R, n, stream);
+  philox_uniforms(u, seq, pos, R, seed, oracle::rng::kPurposeSample, stream);
+  draw_rows(out, logits, order, u, R, n, stream);
 }
 
 }  // namespace oracle::kernels

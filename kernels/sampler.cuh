@@ -32,20 +32,20 @@ namespace oracle::kernels {
 
 size_t sample_workspace_ints(int n, int R);  // ints (rank orders + uniforms)
 
-void sample_rows(float* logits, int n, int R, float temperature, uint64_t seed, const int* seq,
-                 const int* pos, int* workspace, int* out, cudaStream_t stream = nullptr);
+void sample_rows(int* out, float* logits, const int* seq, const int* pos, int R, int n, float temperature,
+                 uint64_t seed, int* workspace, cudaStream_t stream = nullptr);
 
 // ---- building blocks (also used by kernels/speculative) ---------------------------
 // Row stride of a rank-order array: the next power of two >= n.
 int rank_order_stride(int n);
 // order (R, rank_order_stride(n)): ids of each row of probs (R, n) in
 // (p desc, NaN last, id asc) order (first n entries are the real ids).
-void rank_sort_rows(const float* probs, int n, int R, int* order, cudaStream_t stream = nullptr);
+void rank_sort_rows(int* order, const float* probs, int R, int n, cudaStream_t stream = nullptr);
 // out[r] = inverse-CDF pick of row r with uniform u[r] (rule above; -1 if no p > 0).
-void draw_rows(const float* probs, int n, int R, const int* order, const float* u, int* out,
+void draw_rows(int* out, const float* probs, const int* order, const float* u, int R, int n,
                cudaStream_t stream = nullptr);
 // u[r] = philox_uniform(seed, seq[r], pos[r], 0, purpose).
-void philox_uniforms(uint64_t seed, const int* seq, const int* pos, uint32_t purpose, int R, float* u,
+void philox_uniforms(float* u, const int* seq, const int* pos, int R, uint64_t seed, uint32_t purpose,
                      cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

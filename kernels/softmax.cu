@@ -35,7 +35,7 @@ __global__ void softmax_kernel(float* x, float* row_sum, int n, int R) {
 
 }  // namespace
 
-void softmax_rows(float* x, float* row_sum, int n, int R, cudaStream_t stream) {
+void softmax_rows(float* x, float* row_sum, int R, int n, cudaStream_t stream) {
   if (R <= 0) return;
   LaunchConfig cfg;
   cfg.grid = dim3(blocks_for(R, kRowsPerBlock));

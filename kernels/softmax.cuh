@@ -21,6 +21,6 @@
 
 namespace oracle::kernels {
 
-void softmax_rows(float* x, float* row_sum, int n, int R, cudaStream_t stream = nullptr);
+void softmax_rows(float* x, float* row_sum, int R, int n, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -59,9 +59,8 @@ size_t speculative_workspace_ints(int k, int vocab) {
   return (size_t)(2 * k + 1) * rank_order_stride(vocab) + (size_t)(2 * k + 1);
 }
 
-void speculative_verify(const float* p, const float* q, const int* drafts, int k, int vocab, uint64_t seed,
-                        int seq, int position, float* workspace_f, int* workspace_i, int* out,
-                        cudaStream_t stream) {
+void speculative_verify(int* out, const float* p, const float* q, const int* drafts, int k, int vocab, uint64_t seed,
+                        int seq, int position, float* workspace_f, int* workspace_i, cudaStream_t stream) {
   const size_t stride = (size_t)rank_order_stride(vocab);
   float* r = workspace_f;                       // (k, vocab) residuals
   float* u_res = r + (size_t)k * vocab;         // (k)
@@ -72,10 +71,10 @@ void speculative_verify(const float* p, const float* q, const int* drafts, int k
   int* pick_res = pick_p + (k + 1);             // (k)
   if (k > 0) launch(flat_launch((long long)k * vocab, kThreads, stream), residual_kernel, p, q, r, (long long)k * vocab);
   launch(flat_launch(k + 1, kThreads, stream), spec_uniforms_kernel, seed, seq, position, k, u_res, u_p);
-  rank_sort_rows(p, vocab, k + 1, order_p, stream);
-  draw_rows(p, vocab, k + 1, order_p, u_p, pick_p, stream);
-  rank_sort_rows(r, vocab, k, order_r, stream);
-  draw_rows(r, vocab, k, order_r, u_res, pick_res, stream);
+  rank_sort_rows(order_p, p, k + 1, vocab, stream);
+  draw_rows(pick_p, p, order_p, u_p, k + 1, vocab, stream);
+  rank_sort_rows(order_r, r, k, vocab, stream);
+  draw_rows(pick_res, r, order_r, u_res, k, vocab, stream);
   launch(flat_launch(1, kThreads, stream), spec_decide_kernel, p, q, drafts, k, vocab, seed, seq, position,
          (const int*)pick_res, (const int*)pick_p, out);
 }

@@ -31,8 +31,8 @@ namespace oracle::kernels {
 size_t speculative_workspace_floats(int k, int vocab);
 size_t speculative_workspace_ints(int k, int vocab);
 
-void speculative_verify(const float* p, const float* q, const int* drafts, int k, int vocab, uint64_t seed,
-                        int seq, int position, float* workspace_f, int* workspace_i, int* out,
+void speculative_verify(int* out, const float* p, const float* q, const int* drafts, int k, int vocab, uint64_t seed,
+                        int seq, int position, float* workspace_f, int* workspace_i,
                         cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -41,11 +41,11 @@ Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const Ba
 }
 
 // Quantized matrices always take the deterministic dequantizing GEMV.
-void Backend::matmul(const DeviceMatrix& W, const float* x, float* out, int N, int K, int n) {
-  if (W.type == DType::Q8_0) k::matmul_q8_0(W.quant.get(), x, out, N, K, n);
-  else if (W.type == DType::Q4_0) k::matmul_q4_0(W.quant.get(), x, out, N, K, n);
-  else if (fast_gemm_) fast_gemm_->run(W.f32.get(), x, out, N, K, n, options_.precision);
-  else k::matmul_f32(W.f32.get(), x, out, N, K, n);
+void Backend::matmul(float* out, const float* x, const DeviceMatrix& W, int T, int K, int N) {
+  if (W.type == DType::Q8_0) k::matmul_q8_0(out, x, W.quant.get(), T, K, N);
+  else if (W.type == DType::Q4_0) k::matmul_q4_0(out, x, W.quant.get(), T, K, N);
+  else if (fast_gemm_) fast_gemm_->run(out, x, W.f32.get(), T, K, N, options_.precision);
+  else k::matmul_f32(out, x, W.f32.get(), T, K, N);
 }
 
 void Backend::emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count) {
@@ -64,14 +64,14 @@ void Backend::attention_block(int l, int n, int max_pos) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  k::rmsnorm(s_.x.get(), w.attn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  k::rmsnorm(s_.xb.get(), s_.x.get(), w.attn_norm.get(), n, c.dim, c.norm_eps);
   emit("blk.%d.attn_norm", l, s_.xb, c.dim, 0, n);
-  matmul(w.wq, s_.xb.get(), s_.q.get(), q_dim, c.dim, n);
-  matmul(w.wk, s_.xb.get(), s_.k.get(), kv_dim, c.dim, n);
-  matmul(w.wv, s_.xb.get(), s_.v.get(), kv_dim, c.dim, n);
-  if (w.bq.size()) k::add_bias_rows(s_.q.get(), w.bq.get(), q_dim, n);  // qkv_bias models
-  if (w.bk.size()) k::add_bias_rows(s_.k.get(), w.bk.get(), kv_dim, n);
-  if (w.bv.size()) k::add_bias_rows(s_.v.get(), w.bv.get(), kv_dim, n);
+  matmul(s_.q.get(), s_.xb.get(), w.wq, n, c.dim, q_dim);
+  matmul(s_.k.get(), s_.xb.get(), w.wk, n, c.dim, kv_dim);
+  matmul(s_.v.get(), s_.xb.get(), w.wv, n, c.dim, kv_dim);
+  if (w.bq.size()) k::add_bias_rows(s_.q.get(), w.bq.get(), n, q_dim);  // qkv_bias models
+  if (w.bk.size()) k::add_bias_rows(s_.k.get(), w.bk.get(), n, kv_dim);
+  if (w.bv.size()) k::add_bias_rows(s_.v.get(), w.bv.get(), n, kv_dim);
   k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
           c.n_heads, c.n_kv_heads, c.head_dim);
   emit("blk.%d.q", l, s_.q, q_dim, 0, n);
@@ -79,10 +79,10 @@ void Backend::attention_block(int l, int n, int max_pos) {
   emit("blk.%d.v", l, s_.v, kv_dim, 0, n);
   const k::PagedKvLayer layer = kv_.layer(l);
   k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n);
-  k::attention(s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
-               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), s_.att.get());
+  k::attention(s_.att.get(), s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
+               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get());
   emit("blk.%d.attn_out", l, s_.att, q_dim, 0, n);
-  matmul(w.wo, s_.att.get(), s_.proj.get(), c.dim, q_dim, n);
+  matmul(s_.proj.get(), s_.att.get(), w.wo, n, q_dim, c.dim);
   emit("blk.%d.attn_proj", l, s_.proj, c.dim, 0, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
 }
@@ -91,15 +91,15 @@ void Backend::attention_block(int l, int n, int max_pos) {
 void Backend::ffn_block(int l, int n) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
-  k::rmsnorm(s_.x.get(), w.ffn_norm.get(), s_.xb.get(), c.dim, n, c.norm_eps);
+  k::rmsnorm(s_.xb.get(), s_.x.get(), w.ffn_norm.get(), n, c.dim, c.norm_eps);
   emit("blk.%d.ffn_norm", l, s_.xb, c.dim, 0, n);
-  matmul(w.w_gate, s_.xb.get(), s_.gate.get(), c.hidden_dim, c.dim, n);
-  matmul(w.w_up, s_.xb.get(), s_.up.get(), c.hidden_dim, c.dim, n);
+  matmul(s_.gate.get(), s_.xb.get(), w.w_gate, n, c.dim, c.hidden_dim);
+  matmul(s_.up.get(), s_.xb.get(), w.w_up, n, c.dim, c.hidden_dim);
   emit("blk.%d.ffn_gate", l, s_.gate, c.hidden_dim, 0, n);
   emit("blk.%d.ffn_up", l, s_.up, c.hidden_dim, 0, n);
-  k::swiglu(s_.gate.get(), s_.up.get(), s_.gate.get(), (long long)n * c.hidden_dim);
+  k::swiglu(s_.gate.get(), s_.gate.get(), s_.up.get(), (long long)n * c.hidden_dim);
   emit("blk.%d.ffn_act", l, s_.gate, c.hidden_dim, 0, n);
-  matmul(w.w_down, s_.gate.get(), s_.proj.get(), c.dim, c.hidden_dim, n);
+  matmul(s_.proj.get(), s_.gate.get(), w.w_down, n, c.hidden_dim, c.dim);
   emit("blk.%d.ffn_out", l, s_.proj, c.dim, 0, n);
   k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
   emit("blk.%d.resid", l, s_.x, c.dim, 0, n);
@@ -130,15 +130,15 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   s_.positions.upload(pos.data(), n);
   kv_.sync_table();
   const int max_pos = *std::max_element(pos.begin(), pos.end());
-  k::embedding(model_.token_embedding.get(), s_.tokens.get(), s_.x.get(), c.vocab_size, c.dim, n);
+  k::embedding(s_.x.get(), model_.token_embedding.get(), s_.tokens.get(), n, c.vocab_size, c.dim);
   for (int l = 0; l < c.n_layers; l++) {
     attention_block(l, n, max_pos);
     ffn_block(l, n);
   }
   const int first = all_logits ? 0 : n - 1, n_out = n - first;
-  k::rmsnorm(s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), s_.xb.get(), c.dim, n_out,
+  k::rmsnorm(s_.xb.get(), s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), n_out, c.dim,
              c.norm_eps);
-  matmul(model_.classifier, s_.xb.get(), s_.logits.get(), c.vocab_size, c.dim, n_out);
+  matmul(s_.logits.get(), s_.xb.get(), model_.classifier, n_out, c.dim, c.vocab_size);
   if (options_.trace) {  // head rows sit at 0.. in xb/logits; their positions at first..
     row_pos_.erase(row_pos_.begin(), row_pos_.begin() + first);
     emit("output_norm", 0, s_.xb, c.dim, 0, n_out);
@@ -173,7 +173,7 @@ std::vector<float> Backend::forward_batch(std::span<const int> seqs, std::span<c
 std::vector<int> Backend::argmax_last() {
   std::vector<int> ids(last_rows_);
   if (last_rows_ == 0) return ids;
-  k::argmax_rows(s_.logits.get(), s_.argmax.get(), config().vocab_size, last_rows_);
+  k::argmax_rows(s_.argmax.get(), s_.logits.get(), last_rows_, config().vocab_size);
   s_.argmax.download(ids.data(), ids.size());
   return ids;
 }

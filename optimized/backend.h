@@ -70,8 +70,8 @@ class Backend {
   std::vector<float> run_rows(std::vector<Row> rows, bool all_logits);
   void attention_block(int l, int n, int max_pos);
   void ffn_block(int l, int n);
-  // out (n, N) = x (n, K) · W^T in the configured mode.
-  void matmul(const DeviceMatrix& W, const float* x, float* out, int N, int K, int n);
+  // out (T, N) = x (T, K) · W^T in the configured mode.
+  void matmul(float* out, const float* x, const DeviceMatrix& W, int T, int K, int N);
   // Sends rows [first, first + count) of a (rows, width) device buffer to the trace.
   void emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count);
 

@@ -33,7 +33,7 @@ using num::sub_rn;
 
 // ---- matmul f32 ----------------------------------------------------------------
 namespace {
-Floats spec_matmul(const Floats& W, const Floats& x, int N, int K, int T) {
+Floats spec_matmul(const Floats& x, const Floats& W, int T, int K, int N) {  // out (T, N)
   Floats out((size_t)T * N);
   for (int t = 0; t < T; t++)
     for (int i = 0; i < N; i++) out[(size_t)t * N + i] = num::dot_canonical(&W[(size_t)i * K], &x[(size_t)t * K], K);
@@ -45,11 +45,11 @@ OpCase matmul_case(int N, int K, int T, uint32_t seed) {
             std::mt19937 rng(s);
             Floats W = random_floats(rng, (size_t)N * K, 1.0f), x = random_floats(rng, (size_t)T * K, 2.0f);
             OpOutputs o;
-            o.spec = spec_matmul(W, x, N, K, T);
+            o.spec = spec_matmul(x, W, T, K, N);
             o.reference.resize((size_t)T * N);
             ops::matmul(o.reference.data(), x.data(), W.data(), T, K, N, nullptr);
             Dev<float> dW(W), dx(x), dout((size_t)T * N);
-            k::matmul_f32(dW.get(), dx.get(), dout.get(), N, K, T);
+            k::matmul_f32(dout.get(), dx.get(), dW.get(), T, K, N);
             o.kernel = dout.host();
             return o;
           }};
@@ -102,15 +102,15 @@ OpCase quant_case(DType t, int N, int K, int T, uint32_t seed) {
             std::vector<uint8_t> W = random_quant_rows(rng, t, N, K);
             Floats x = random_floats(rng, (size_t)T * K, 2.0f);
             OpOutputs o;
-            o.spec = spec_matmul(spec_dequant(t, W, N, K), x, N, K, T);
+            o.spec = spec_matmul(x, spec_dequant(t, W, N, K), T, K, N);
             Floats deq((size_t)N * K);
             dequantize_row(t, W.data(), (int64_t)N * K, deq.data());
             o.reference.resize((size_t)T * N);
             ops::matmul(o.reference.data(), x.data(), deq.data(), T, K, N, nullptr);
             Dev<uint8_t> dW(W);
             Dev<float> dx(x), dout((size_t)T * N);
-            if (t == DType::Q8_0) k::matmul_q8_0(dW.get(), dx.get(), dout.get(), N, K, T);
-            else k::matmul_q4_0(dW.get(), dx.get(), dout.get(), N, K, T);
+            if (t == DType::Q8_0) k::matmul_q8_0(dout.get(), dx.get(), dW.get(), T, K, N);
+            else k::matmul_q4_0(dout.get(), dx.get(), dW.get(), T, K, N);
             o.kernel = dout.host();
             return o;
           }};
@@ -128,7 +128,7 @@ TEST_CASE("dequantizing Q8_0 / Q4_0 GEMV kernels are bit-exact", "[emu][matmul]"
   check_cases(cases);
   Dev<uint8_t> w(std::vector<uint8_t>(34));
   Dev<float> x(48), out(1);
-  CHECK_THROWS_AS(k::matmul_q8_0(w.get(), x.get(), out.get(), 1, 48, 1), std::invalid_argument);
+  CHECK_THROWS_AS(k::matmul_q8_0(out.get(), x.get(), w.get(), 1, 48, 1), std::invalid_argument);
 }
 
 // ---- RMSNorm ---------------------------------------------------------------------------
@@ -148,7 +148,7 @@ OpCase rmsnorm_case(int n, int T, float eps, uint32_t seed) {
               ops::rmsnorm(&o.reference[(size_t)t * n], xt, w.data(), n, eps);
             }
             Dev<float> dx(x), dw(w);
-            k::rmsnorm(dx.get(), dw.get(), dx.get(), n, T, eps);  // in place
+            k::rmsnorm(dx.get(), dx.get(), dw.get(), T, n, eps);  // in place
             o.kernel = dx.host();
             return o;
           }};
@@ -247,7 +247,7 @@ TEST_CASE("swiglu, residual, bias and embedding kernels are bit-exact", "[emu][e
                        o.reference.resize(n);
                        ops::swiglu(o.reference.data(), g.data(), u.data(), n);
                        Dev<float> dg(g), du(u);
-                       k::swiglu(dg.get(), du.get(), dg.get(), n);  // in place over gate
+                       k::swiglu(dg.get(), dg.get(), du.get(), n);  // in place over gate
                        o.kernel = dg.host();
                        return o;
                      }});
@@ -275,7 +275,7 @@ TEST_CASE("swiglu, residual, bias and embedding kernels are bit-exact", "[emu][e
                        o.reference = y;
                        for (int r = 0; r < rows; r++) ops::add_bias(&o.reference[(size_t)r * width], b.data(), width);
                        Dev<float> dy(y), db(b);
-                       k::add_bias_rows(dy.get(), db.get(), width, rows);
+                       k::add_bias_rows(dy.get(), db.get(), rows, width);
                        o.kernel = dy.host();
                        return o;
                      }});
@@ -289,7 +289,7 @@ TEST_CASE("swiglu, residual, bias and embedding kernels are bit-exact", "[emu][e
                      for (int t : tok) o.spec.insert(o.spec.end(), &table[(size_t)t * dim], &table[(size_t)(t + 1) * dim]);
                      Dev<float> dt(table), dout(tok.size() * dim);
                      Dev<int> dtok(tok);
-                     k::embedding(dt.get(), dtok.get(), dout.get(), vocab, dim, (int)tok.size());
+                     k::embedding(dout.get(), dt.get(), dtok.get(), (int)tok.size(), vocab, dim);
                      o.kernel = dout.host();
                      return o;
                    }});
@@ -327,7 +327,7 @@ TEST_CASE("softmax_rows kernel equals softmax_canonical", "[emu][softmax]") {
                          for (int r = 0; r < R; r++) sums[r] = num::softmax_canonical(&o.spec[(size_t)r * n], n);
                          o.spec.insert(o.spec.end(), sums.begin(), sums.end());
                          Dev<float> dx(x), dsum(R);
-                         k::softmax_rows(dx.get(), dsum.get(), n, R);
+                         k::softmax_rows(dx.get(), dsum.get(), R, n);
                          o.kernel = dx.host();
                          Floats ks = dsum.host();
                          o.kernel.insert(o.kernel.end(), ks.begin(), ks.end());
@@ -349,7 +349,7 @@ TEST_CASE("argmax_rows kernel equals argmax_lowest (ties, NaN, empty rows)", "[e
     for (int i = 0; i < n; i++) x[4 * n + i] = (i % 2) ? 0.0f : -0.0f;  // row 4: signed zeros
     Dev<float> dx(x);
     Dev<int> dout(R);
-    k::argmax_rows(dx.get(), dout.get(), n, R);
+    k::argmax_rows(dout.get(), dx.get(), R, n);
     std::vector<int> got = dout.host();
     for (int r = 0; r < R; r++) {
       INFO("n=" << n << " row " << r);
@@ -451,7 +451,7 @@ OpOutputs run_attention(const AttnParams& P, uint32_t s) {
   k::AttentionShape shape{P.n_heads, P.n_kv, P.hd};
   Dev<float> dq(Q), dout((size_t)T * qdim), ws(k::attention_workspace_floats(T, shape, max_pos));
   Dev<int> dseq(qseq), dpos(qpos);
-  k::attention(dq.get(), kv, dseq.get(), dpos.get(), T, max_pos, shape, ws.get(), dout.get(), nullptr, P.version);
+  k::attention(dout.get(), dq.get(), kv, dseq.get(), dpos.get(), T, max_pos, shape, ws.get(), nullptr, P.version);
   o.kernel = dout.host();
   return o;
 }
@@ -489,7 +489,7 @@ TEST_CASE("device sampler equals the reference chain (temperature + draw, greedy
       SamplerChain chain = build_chain(cfg);
       Dev<float> dl(logits);
       Dev<int> dseq(seq), dpos(pos), ws(k::sample_workspace_ints(n, R)), dout(R);
-      k::sample_rows(dl.get(), n, R, temp, cfg.seed, dseq.get(), dpos.get(), ws.get(), dout.get());
+      k::sample_rows(dout.get(), dl.get(), dseq.get(), dpos.get(), R, n, temp, cfg.seed, ws.get());
       std::vector<int> got = dout.host();
       Floats probs = dl.host();
       for (int r = 0; r < R; r++) {
@@ -547,8 +547,8 @@ TEST_CASE("device speculative verification equals speculative_step", "[emu][spec
         Dev<float> dp(p), dq(q.empty() ? Floats(1) : q), wf(k::speculative_workspace_floats(k, vocab));
         Dev<int> dd(drafts.empty() ? std::vector<int>(1) : drafts), wi(k::speculative_workspace_ints(k, vocab)),
             dout(k + 2);
-        k::speculative_verify(dp.get(), dq.get(), dd.get(), k, vocab, seed, seq, position, wf.get(), wi.get(),
-                              dout.get());
+        k::speculative_verify(dout.get(), dp.get(), dq.get(), dd.get(), k, vocab, seed, seq, position, wf.get(),
+                              wi.get());
         std::vector<int> out = dout.host();
         INFO("vocab=" << vocab << " k=" << k << " trial " << trial);
         REQUIRE(out[0] == want.accepted);

@@ -38,13 +38,7 @@ __global__ void argmax_kernel(const float* x, int* out, int n, int R) {
 }  // namespace
 
 void argmax_rows(int* out, const float* x, int R, int n, cudaStream_t stream) {
-  if (R <= 0) return;
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(R, kRowsPerBlock));
-  cfg.block = dim3(kThreads);
-  cfg.sync = true;
-  cfg.stream = stream;
-  launch(cfg, argmax_kernel, x, out, n, R);
+  if (R > 0) launch(group_launch(R, kRowsPerBlock, kThreads, stream), argmax_kernel, x, out, n, R);
 }
 
 }  // namespace oracle::kernels

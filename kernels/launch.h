@@ -52,6 +52,17 @@ inline LaunchConfig flat_launch(long long n, int threads, cudaStream_t stream) {
   return cfg;
 }
 
+// Lane groups with barriers/shuffles (sync): `groups` units of work (rows,
+// tokens, (row, token) pairs), `groups_per_block` of them per block of `threads`.
+inline LaunchConfig group_launch(long long groups, int groups_per_block, int threads, cudaStream_t stream) {
+  LaunchConfig cfg;
+  cfg.grid = dim3(blocks_for(groups, groups_per_block));
+  cfg.block = dim3(threads);
+  cfg.sync = true;
+  cfg.stream = stream;
+  return cfg;
+}
+
 inline void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }

@@ -64,12 +64,7 @@ __global__ void matmul_kernel(Row W, const float* x, float* out, int N, int K, i
 template <typename Row>
 void launch_matmul(float* out, const float* x, Row W, int T, int K, int N, cudaStream_t stream) {
   if (N <= 0 || T <= 0) return;
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for((long long)N * T, kPairsPerBlock));
-  cfg.block = dim3(kThreads);
-  cfg.sync = true;
-  cfg.stream = stream;
-  launch(cfg, matmul_kernel<Row>, W, x, out, N, K, T);
+  launch(group_launch((long long)N * T, kPairsPerBlock, kThreads, stream), matmul_kernel<Row>, W, x, out, N, K, T);
 }
 
 void require_k32(int K, const char* what) {

@@ -25,13 +25,7 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* out, int n
 }  // namespace
 
 void rmsnorm(float* out, const float* x, const float* w, int T, int n, float eps, cudaStream_t stream) {
-  if (T <= 0) return;
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(T, kTokensPerBlock));
-  cfg.block = dim3(kThreads);
-  cfg.sync = true;
-  cfg.stream = stream;
-  launch(cfg, rmsnorm_kernel, x, w, out, n, T, eps);
+  if (T > 0) launch(group_launch(T, kTokensPerBlock, kThreads, stream), rmsnorm_kernel, x, w, out, n, T, eps);
 }
 
 }  // namespace oracle::kernels

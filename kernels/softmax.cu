@@ -36,13 +36,7 @@ __global__ void softmax_kernel(float* x, float* row_sum, int n, int R) {
 }  // namespace
 
 void softmax_rows(float* x, float* row_sum, int R, int n, cudaStream_t stream) {
-  if (R <= 0) return;
-  LaunchConfig cfg;
-  cfg.grid = dim3(blocks_for(R, kRowsPerBlock));
-  cfg.block = dim3(kThreads);
-  cfg.sync = true;
-  cfg.stream = stream;
-  launch(cfg, softmax_kernel, x, row_sum, n, R);
+  if (R > 0) launch(group_launch(R, kRowsPerBlock, kThreads, stream), softmax_kernel, x, row_sum, n, R);
 }
 
 }  // namespace oracle::kernels

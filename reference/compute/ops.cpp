@@ -114,43 +114,43 @@ static void tile(float* out, int ldo, const float* w, const float* x, int k) {
 // (stay in L2) times blocks of 4 tokens (stay in L1), each weight row applied
 // to 4 tokens at once.
 template <bool Simd>
-static void matmul_rows(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+static void matmul_rows(float* out, const float* x, const float* w, int T, int K, int N,
                         int r0, int r1) {
   for (int rb = r0; rb < r1; rb += 32) {
     int rb1 = std::min(r1, rb + 32), t = 0;
-    for (; t + 4 <= n_tok; t += 4)
+    for (; t + 4 <= T; t += 4)
       for (int i = rb; i < rb1; i++)
-        tile<Simd, 1, 4>(out + (long)t * n_out + i, n_out, w + (long)i * k, x + (long)t * k, k);
-    for (; t < n_tok; t++)
+        tile<Simd, 1, 4>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
+    for (; t < T; t++)
       for (int i = rb; i < rb1; i++)
-        tile<Simd, 1, 1>(out + (long)t * n_out + i, n_out, w + (long)i * k, x + (long)t * k, k);
+        tile<Simd, 1, 1>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
   }
 }
 
-void matmul_rows_scalar(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul_rows_scalar(float* out, const float* x, const float* w, int T, int K, int N,
                         int row_begin, int row_end) {
-  matmul_rows<false>(out, x, w, n_tok, k, n_out, row_begin, row_end);
+  matmul_rows<false>(out, x, w, T, K, N, row_begin, row_end);
 }
-void matmul_rows_simd(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul_rows_simd(float* out, const float* x, const float* w, int T, int K, int N,
                       int row_begin, int row_end) {
-  matmul_rows<true>(out, x, w, n_tok, k, n_out, row_begin, row_end);
+  matmul_rows<true>(out, x, w, T, K, N, row_begin, row_end);
 }
 
-void matmul(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul(float* out, const float* x, const float* w, int T, int K, int N,
             ThreadPool* pool) {
-  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && n_tok > 1) {
+  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && T > 1) {
     // FAULT: multi-token calls sum each output sequentially instead of in lanes.
-    for (int t = 0; t < n_tok; t++)
-      for (int i = 0; i < n_out; i++) {
+    for (int t = 0; t < T; t++)
+      for (int i = 0; i < N; i++) {
         float acc = 0.0f;
-        for (int j = 0; j < k; j++) acc = add_rn(acc, mul_rn(w[(long)i * k + j], x[(long)t * k + j]));
-        out[(long)t * n_out + i] = acc;
+        for (int j = 0; j < K; j++) acc = add_rn(acc, mul_rn(w[(long)i * K + j], x[(long)t * K + j]));
+        out[(long)t * N + i] = acc;
       }
     return;
   }
-  int n_groups = (n_out + 3) / 4;  // threads get whole groups of 4 rows
+  int n_groups = (N + 3) / 4;  // threads get whole groups of 4 rows
   auto rows = [&](int g0, int g1) {
-    matmul_rows_simd(out, x, w, n_tok, k, n_out, g0 * 4, std::min(n_out, g1 * 4));
+    matmul_rows_simd(out, x, w, T, K, N, g0 * 4, std::min(N, g1 * 4));
   };
   if (pool) pool->parallel_for(n_groups, rows);
   else rows(0, n_groups);

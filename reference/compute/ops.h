@@ -17,18 +17,18 @@ namespace oracle::ops {
 // canonical lanes are two 8-wide AVX2 registers; mul then add, never fma).
 float dot(const float* a, const float* b, int n);
 
-// out[t*n_out + i] = dot_canonical(&w[i*k], &x[t*k], k)
-//   out (n_tok, n_out), x (n_tok, k), w (n_out, k) row-major.
-// Splits rows over `pool` (may be null). The result is independent of n_tok,
+// out[t*N + i] = dot_canonical(&w[i*K], &x[t*K], K)
+//   out (T, N), x (T, K), w (N, K) row-major.
+// Splits rows over `pool` (may be null). The result is independent of T,
 // of the thread count and of the kernel used.
-void matmul(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul(float* out, const float* x, const float* w, int T, int K, int N,
             ThreadPool* pool);
 
 // The two kernel families behind matmul over rows [row_begin, row_end), for
 // testing that the SIMD path and the plain scalar path give the same bits.
-void matmul_rows_scalar(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul_rows_scalar(float* out, const float* x, const float* w, int T, int K, int N,
                         int row_begin, int row_end);
-void matmul_rows_simd(float* out, const float* x, const float* w, int n_tok, int k, int n_out,
+void matmul_rows_simd(float* out, const float* x, const float* w, int T, int K, int N,
                       int row_begin, int row_end);
 bool have_simd_kernels();  // false: matmul_rows_simd is the scalar path
 

@@ -441,38 +441,38 @@ bool has_register_decoder(DType t) {
 #endif
 }
 
-void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMatrix& w, int n_tok,
-                 int k, int n_out, int row_begin, int row_end) {
-  check_shape(w, k);
+void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMatrix& w, int T,
+                 int K, int N, int row_begin, int row_end) {
+  check_shape(w, K);
 #ifdef __AVX2__
-  if (family == KernelFamily::Simd && rows_simd(out, x, w, n_tok, k, n_out, row_begin, row_end)) return;
+  if (family == KernelFamily::Simd && rows_simd(out, x, w, T, K, N, row_begin, row_end)) return;
 #endif
-  rows_scalar(out, x, w, n_tok, k, n_out, row_begin, row_end);
+  rows_scalar(out, x, w, T, K, N, row_begin, row_end);
 }
 
 // FAULT (BATCH_DEPENDENT_REDUCTION): multi-token calls sum each output
 // sequentially instead of in lanes.
-void faulty_sequential(const MatmulJob& j, const float* x, int n_tok, int k) {
-  std::vector<float> row(k);  // (k)
-  const int64_t rb = dtype_row_bytes(j.w.type, k);
+void faulty_sequential(const MatmulJob& j, const float* x, int T, int K) {
+  std::vector<float> row(K);  // (K)
+  const int64_t rb = dtype_row_bytes(j.w.type, K);
   for (int i = 0; i < j.n_out; i++) {
-    dequantize_row(j.w.type, j.w.data + i * rb, k, row.data());
-    for (int t = 0; t < n_tok; t++) {
+    dequantize_row(j.w.type, j.w.data + i * rb, K, row.data());
+    for (int t = 0; t < T; t++) {
       float acc = 0.0f;
-      for (int e = 0; e < k; e++) acc = add_rn(acc, mul_rn(row[e], x[(int64_t)t * k + e]));
+      for (int e = 0; e < K; e++) acc = add_rn(acc, mul_rn(row[e], x[(int64_t)t * K + e]));
       j.out[(int64_t)t * j.n_out + i] = acc;
     }
   }
 }
 
-void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int n_tok, int k, ThreadPool* pool) {
-  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && n_tok > 1) {
-    for (const MatmulJob& j : jobs) faulty_sequential(j, x, n_tok, k);
+void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, ThreadPool* pool) {
+  if (fault::active(fault::Fault::BATCH_DEPENDENT_REDUCTION) && T > 1) {
+    for (const MatmulJob& j : jobs) faulty_sequential(j, x, T, K);
     return;
   }
   std::vector<int> first_group{0};  // (jobs + 1) prefix sums of 4-row groups
   for (const MatmulJob& j : jobs) {
-    check_shape(j.w, k);
+    check_shape(j.w, K);
     first_group.push_back(first_group.back() + (j.n_out + 3) / 4);
   }
   auto run = [&](int g0, int g1) {
@@ -481,17 +481,17 @@ void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int n_tok, int
       if (a >= b) continue;
       const MatmulJob& job = jobs[j];
       int r0 = (a - first_group[j]) * 4, r1 = std::min(job.n_out, (b - first_group[j]) * 4);
-      matmul_rows(KernelFamily::Simd, job.out, x, job.w, n_tok, k, job.n_out, r0, r1);
+      matmul_rows(KernelFamily::Simd, job.out, x, job.w, T, K, job.n_out, r0, r1);
     }
   };
   if (pool) pool->parallel_for(first_group.back(), run);
   else run(0, first_group.back());
 }
 
-void matmul(float* out, const float* x, const WeightMatrix& w, int n_tok, int k, int n_out,
+void matmul(float* out, const float* x, const WeightMatrix& w, int T, int K, int N,
             ThreadPool* pool) {
-  const MatmulJob job{out, w, n_out};
-  matmul_jobs(std::span<const MatmulJob>(&job, 1), x, n_tok, k, pool);
+  const MatmulJob job{out, w, N};
+  matmul_jobs(std::span<const MatmulJob>(&job, 1), x, T, K, pool);
 }
 
 }  // namespace oracle::ops

@@ -3,8 +3,8 @@
 // Matmul over weights in their stored type (F32, F16, BF16, ggml quant blocks,
 // I8_ROW), read straight from the mapped file.
 //
-//   out[t*n_out + i] = dot_canonical(dequantize_row(w row i, k), &x[t*k], k)
-//     out (n_tok, n_out), x (n_tok, k), w (n_out, k) stored as w.type
+//   out[t*N + i] = dot_canonical(dequantize_row(w row i, K), &x[t*K], K)
+//     out (T, N), x (T, K), w (N, K) stored as w.type
 //
 // bit for bit: each block is dequantized in registers with exactly the float32
 // operations dequantize_row (quant.cpp) uses, in the same order, and every
@@ -20,25 +20,25 @@
 
 namespace oracle::ops {
 
-void matmul(float* out, const float* x, const WeightMatrix& w, int n_tok, int k, int n_out,
+void matmul(float* out, const float* x, const WeightMatrix& w, int T, int K, int N,
             ThreadPool* pool);
 
 // Several matrices applied to the same input (q/k/v, gate/up): one
 // parallel_for over all their rows, so the pool synchronises once.
 struct MatmulJob {
-  float* out;      // (n_tok, n_out)
-  WeightMatrix w;  // (n_out, k)
+  float* out;      // (T, n_out)
+  WeightMatrix w;  // (n_out, K)
   int n_out;
 };
-void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int n_tok, int k, ThreadPool* pool);
+void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, ThreadPool* pool);
 
 // The two kernel families over rows [row_begin, row_end), for tests.
 // Scalar: each block dequantize_row'd into a buffer, plain lane loops.
 // Simd: AVX2 register decoders (a type without one uses the scalar family's
 // buffer decode with the AVX2 lane loop).
 enum class KernelFamily { Scalar, Simd };
-void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMatrix& w, int n_tok,
-                 int k, int n_out, int row_begin, int row_end);
+void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMatrix& w, int T,
+                 int K, int N, int row_begin, int row_end);
 // True when the Simd family decodes `t` in registers (not through a buffer).
 bool has_register_decoder(DType t);
 

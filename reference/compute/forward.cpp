@@ -103,9 +103,9 @@ void rope_rows(const Ctx& cx, RunState& st) {
 }
 
 // qkv_bias models: y[r] += b after the projection (one add_rn per element).
-void add_bias_rows(float* y, const float* b, int n, int width) {
+void add_bias_rows(float* y, const float* b, int T, int n) {  // y (T, n), b (n): as kernels::add_bias_rows
   if (!b) return;
-  for (int r = 0; r < n; r++) ops::add_bias(&y[(size_t)r * width], b, width);
+  for (int r = 0; r < T; r++) ops::add_bias(&y[(size_t)r * n], b, n);
 }
 
 // ============================================================================

@@ -143,7 +143,7 @@ std::string fmt(double x) {
 }
 
 // Verdict for a token outside the support: borderline within tolerance.
-void support_verdict(const ForcedStep& s, const SamplerConfig& cfg, const ReplayOptions& o, TokenFinding& f) {
+void support_verdict(const ForcedStep& s, const ReplayOptions& o, TokenFinding& f) {
   f.reason = s.removed_by;
   f.margin = s.margin;
   const bool prob = s.margin_in_probability;
@@ -183,7 +183,7 @@ bool classify_token(int index, int logged, const ForcedStep& s, const SamplerCon
     return true;
   }
   if (!s.removed_by.empty()) {
-    support_verdict(s, cfg, o, f);
+    support_verdict(s, o, f);
     return true;
   }
   if (s.reproduced == logged) return false;

@@ -27,17 +27,13 @@
 #include "numerics/numerics.h"
 #include "reference/base/sha256.h"
 #include "reference/generate/speculative.h"
+#include "tests_common/test_support.h"
 
 using namespace oracle;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string shared_dir() {
-  const char* env = std::getenv("ORACLE_SHARED_DIR");
-  return env && *env ? env : "../shared";
-}
 
 struct Fixture {
   Model model;
@@ -48,10 +44,8 @@ const Fixture& fixture(const std::string& name) {
   static std::map<std::string, Fixture> cache;  // loaded once per run (read-only afterwards)
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  const std::string base = shared_dir() + "/models/";
-  const std::string path = base + (name == "stories260K" ? "stories260K/stories260K.bin" : "llama2xs/llama2xs.bin");
-  Model m = load_model(path);
-  Tokenizer t(load_llama2c_tokenizer(base + "stories260K/tok512.bin", m.config.vocab_size));
+  Model m = load_model(test::models(name == "stories260K" ? "stories260K/stories260K.bin" : "llama2xs/llama2xs.bin"));
+  Tokenizer t(load_llama2c_tokenizer(test::models("stories260K/tok512.bin"), m.config.vocab_size));
   return cache.emplace(name, Fixture{std::move(m), std::move(t)}).first->second;
 }
 

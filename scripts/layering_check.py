@@ -34,6 +34,7 @@ RULES = {
     "tools": BOTTOM + REF + ["audit", "kernels", "optimized"],
     "property_tests": BOTTOM + REF + ["audit", "tests_common"],
     "fuzz": BOTTOM + REF + ["audit"],
+    "golden": BOTTOM + REF + ["tests_common"],
     "tests_common": BOTTOM + REF,
 }
 SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}

@@ -15,7 +15,8 @@
 # verdicts are reproducible and a caught fault stops at its first failing case.
 # Exit 0 iff the control is green and every selected fault is caught.
 # Environment: FAULT_ROOT, ORACLE_SHARED_DIR, FAULT_TIMEOUT (s per test run, default 600),
-# FAULT_JOBS (build jobs, default nproc), FAULT_RC_PARAMS (default "seed=20261130 noshrink=1").
+# FAULT_JOBS (build jobs, default nproc), FAULT_PAR (test runs at a time, default nproc),
+# FAULT_RC_PARAMS (default "seed=20261130 noshrink=1").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=${FAULT_ROOT:-build/fault}
@@ -65,7 +66,7 @@ echo "fault_check: instrumented build of $(echo $exes | wc -w) test executables:
 run_one() {  # fault spec
   local fault=$1 spec=$2 exe=${2%%:*} filter="" log rc
   [ "$spec" != "$exe" ] && filter=${spec#*:}
-  log="$root/logs/${fault}.${exe}.log"
+  log="$root/logs/${fault}.${spec//[^A-Za-z0-9_.-]/_}.log"
   if [ "$fault" = NONE ]; then
     env -u ORACLE_FAULT timeout "$timeout_s" "$dir/bin/$exe" $filter >"$log" 2>&1; rc=$?
   else
@@ -82,23 +83,38 @@ run_one() {  # fault spec
   fi
 }
 
+# Runs are independent processes: FAULT_PAR (default nproc) of them at a time; each
+# writes its verdict to a file, and the report is printed in table order afterwards.
+par=${FAULT_PAR:-$(nproc)}
+verdicts="$root/verdicts"; rm -rf "$verdicts"; mkdir -p "$verdicts"
+export -f run_one; export root dir timeout_s verdicts
+run_all() {  # reads "fault spec" lines; one verdict file per line: <fault>.<spec>
+  xargs -P "$par" -L 1 bash -c 's=$SECONDS; v=$(run_one "$0" "$1"); echo "$v $((SECONDS - s))" >"$verdicts/$0.${1//\//_}"'
+}
+verdict() { cat "$verdicts/$1.${2//\//_}" 2>/dev/null || echo "error 0"; }  # fault spec -> "verdict seconds"
+
 fail=0
-echo "== clean control (ORACLE_FAULT unset)"
-for spec in $(cut -f3 "$root/selected.tsv" | tr ' ' '\n' | sort -u); do
-  s=$SECONDS v=$(run_one NONE "$spec")
-  printf '  %-40s %s (%d s)\n' "$spec" "$v" $((SECONDS - s))
+echo "== clean control (ORACLE_FAULT unset, $par at a time)"
+specs=$(cut -f3 "$root/selected.tsv" | tr ' ' '\n' | sort -u)
+for spec in $specs; do echo "NONE $spec"; done | run_all
+for spec in $specs; do
+  read -r v s <<<"$(verdict NONE "$spec")"
+  printf '  %-40s %s (%d s)\n' "$spec" "$v" "$s"
   [ "$v" = pass ] || fail=1
 done
 [ $fail -eq 0 ] || { echo "fault_check: the clean control is not green; no fault verdict is meaningful" >&2; exit 1; }
 
-echo "== faults"
+echo "== faults ($par at a time)"
+while IFS=$'\t' read -r name layer tests; do
+  for spec in $tests; do echo "$name $spec"; done
+done <"$root/selected.tsv" | run_all
 printf '  %-34s %-34s %s\n' FAULT TEST VERDICT
 n=0 caught=0
 while IFS=$'\t' read -r name layer tests; do
   n=$((n + 1)) got=0
   for spec in $tests; do
-    s=$SECONDS v=$(run_one "$name" "$spec")
-    printf '  %-34s %-34s %s (%d s)\n' "$name" "$spec" "$v" $((SECONDS - s))
+    read -r v s <<<"$(verdict "$name" "$spec")"
+    printf '  %-34s %-34s %s (%d s)\n' "$name" "$spec" "$v" "$s"
     [ "$v" = caught ] && got=1
   done
   if [ $got -eq 1 ]; then caught=$((caught + 1)); else fail=1; echo "  NOT CAUGHT: $name (logs in $root/logs)"; fi

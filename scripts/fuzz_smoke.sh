@@ -33,9 +33,10 @@ seed() {  # target -> fixture files for its corpus
 }
 
 export ORACLE_SHARED_DIR=$SHARED ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-status=0
-for t in $targets; do
-  corpus="$dir/corpus/$t"; crashes="$dir/crashes/$t"
+# One target per core at a time (FUZZ_PAR, default nproc): each still gets FUZZ_SECONDS of
+# its own core; results are printed in target order once all have finished.
+fuzz_one() {  # target -> writes $dir/$t.result ("ok ..." or "CRASH ...")
+  local t=$1 corpus="$dir/corpus/$1" crashes="$dir/crashes/$1" res
   mkdir -p "$corpus" "$crashes"
   for f in $(seed "$t"); do
     if [ "$t" = fuzz_replay_log ] || [ "$t" = fuzz_engine_log ]; then split -l 1 -a 4 "$f" "$corpus/$(basename "$f")."; else cp -f "$f" "$corpus/"; fi
@@ -44,15 +45,32 @@ for t in $targets; do
     hdr='{"model.embed_tokens.weight":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]}}'
     { printf "$(printf '\\x%02x' ${#hdr})\0\0\0\0\0\0\0"; printf '%s' "$hdr"; head -c 128 /dev/zero; } >"$corpus/seed.safetensors"
   fi
-  if [ -d "fuzz/regressions/$t" ]; then
-    "$dir/bin/$t" fuzz/regressions/$t/* >"$dir/$t.regressions.log" 2>&1 || { echo "$t: regression input fails" >&2; status=1; }
+  if [ -d "fuzz/regressions/$t" ] && ! "$dir/bin/$t" fuzz/regressions/$t/* >"$dir/$t.regressions.log" 2>&1; then
+    echo "CRASH: a regression input fails (log $dir/$t.regressions.log)" >"$dir/$t.result"; return
   fi
   # Big fixtures (GGUF/bin ~1 MB): allow inputs up to 2 MB; 2 GB RSS limit.
   if "$dir/bin/$t" "$corpus" -max_total_time="$secs" -max_len=2100000 -rss_limit_mb=2048 -timeout=30 \
        -artifact_prefix="$crashes/" -print_final_stats=1 >"$dir/$t.log" 2>&1; then
-    echo "$t: ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/$t.log" | grep -o '[0-9]*$') runs in ${secs}s)"
+    res="ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/$t.log" | grep -o '[0-9]*$') runs in ${secs}s)"
   else
-    echo "$t: CRASH (log $dir/$t.log, inputs in $crashes)" >&2; tail -30 "$dir/$t.log" >&2; status=1
+    res="CRASH (log $dir/$t.log, inputs in $crashes)"
   fi
+  echo "$res" >"$dir/$t.result"
+}
+
+par=${FUZZ_PAR:-$(nproc)}
+for t in $targets; do
+  rm -f "$dir/$t.result"
+  fuzz_one "$t" &
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
+done
+wait
+status=0
+for t in $targets; do
+  res=$(cat "$dir/$t.result" 2>/dev/null || echo "CRASH (no result: the smoke itself failed)")
+  case $res in
+    ok*) echo "$t: $res" ;;
+    *) echo "$t: $res" >&2; [ -f "$dir/$t.log" ] && tail -30 "$dir/$t.log" >&2; status=1 ;;
+  esac
 done
 exit $status

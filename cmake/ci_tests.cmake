@@ -10,7 +10,7 @@
 # is caught by a failed assertion (scripts/fault_check.sh).
 add_test(NAME fault_injection COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/fault_check.sh)
 set_tests_properties(fault_injection PROPERTIES LABELS "fault" TIMEOUT 5400 RESOURCE_LOCK fault_build
-                     ENVIRONMENT "FAULT_ROOT=${CMAKE_BINARY_DIR}/fault;ORACLE_SHARED_DIR=${ORACLE_SHARED_DIR}")
+                     ENVIRONMENT "FAULT_ROOT=${CMAKE_BINARY_DIR}/fault;ORACLE_SHARED_DIR=${ORACLE_SHARED_DIR};FAULT_EXTRA_TARGETS=oracle")
 
 # ---- sanitizers and fuzzing (own builds; CI runs them as extra steps) ---------------
 add_test(NAME sanitize_asan_ubsan COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/sanitize.sh)

@@ -470,7 +470,10 @@ static void verify_file(const fs::path& file, const std::vector<json>& records, 
     const json& r = records[i];
     const fs::path base = base_of(r, shared, dir);
     const std::string key = base.string() + "|" + r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
-    if (!cache.count(key)) cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
+    if (!cache.count(key)) {
+      cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
+      if (o.split && cache.at(key).model.file) cache.at(key).model.file->drop_resident();  // keep only the rows read
+    }
     out.push_back({{"index", first + i}, {"result", verify_one(file, r, lines[i], cache.at(key), o)}});
     progress.update((int64_t)out.size());
   }
@@ -513,7 +516,7 @@ static json verify_job(const VerifyOptions& o, const std::vector<fs::path>& file
           {"tp", o.tp}};
 }
 
-int finish_golden_verify_job(const json& job, const std::vector<json>& results) {
+int finish_golden_verify_job(const json& job, const std::vector<json>& results, const json& ranks) {
   const bool as_json = job.at("json");
   const VerifyTally t = tally(results, !as_json);
   const int bad = (int)t.mismatches.size();
@@ -525,6 +528,7 @@ int finish_golden_verify_job(const json& job, const std::vector<json>& results) 
              {"backend", backend}, {"mode", job.at("mode")}, {"threads", job.at("threads")},
              {"prefill_chunk", job.at("prefill_chunk")}};
     if (job.at("tp").get<int>() > 0) out["tp"] = job.at("tp");
+    if (!ranks.is_null()) out["tp_ranks"] = ranks;  // per rank: RSS, all-gathers, bytes received
     std::printf("%s\n", out.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return bad == 0 ? kExitOk : kExitCheckFailed;
   }
@@ -542,6 +546,15 @@ int finish_golden_verify_job(const json& job, const std::vector<json>& results) 
   return kExitOk;
 }
 
+// VmRSS of this process (/proc/self/status), 0 where there is none.
+static int64_t resident_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+  return 0;
+}
+
 // --tp N: every record on N tensor-parallel ranks — the MPI world when mpirun
 // started N ranks, else N threads of this process (docs/scale.md). Rank 0 reports.
 static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& files,
@@ -554,6 +567,7 @@ static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& fi
                 "--tp " + std::to_string(o.tp) + " under mpirun with " + std::to_string(world->size()) +
                     " ranks (give -np " + std::to_string(o.tp) + ")");
   std::vector<json> results;  // rank 0's outcomes, in record order
+  json rank_stats = json::array();
   auto verify_all = [&](dist::Communicator& comm) {
     const TensorSplit split = dist::tensor_split(comm);
     VerifyOptions mine = o;
@@ -563,14 +577,20 @@ static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& fi
     for (size_t i = 0, first = 0; i < files.size(); first += records[i].size(), i++)
       verify_file(files[i], records[i], lines[i], mine, first, Shard{}, out, progress);
     progress.finish();
-    if (comm.root()) results = std::move(out);
+    const json stats{{"rank", comm.rank()}, {"rss_bytes", resident_bytes()},
+                     {"all_gathers", comm.stats().all_gathers}, {"bytes_received", comm.stats().bytes_received}};
+    const std::vector<std::string> all = comm.gather(stats.dump());
+    if (comm.root()) {
+      results = std::move(out);
+      for (const std::string& s : all) rank_stats.push_back(json::parse(s));
+    }
   };
   if (world->size() > 1) verify_all(*world);
   else dist::run_in_process(o.tp, verify_all);
   std::vector<json> ordered;
   for (json& r : results) ordered.push_back(std::move(r["result"]));
   int code = 0;
-  if (world->root()) code = finish_golden_verify_job(verify_job(o, files, total), ordered);
+  if (world->root()) code = finish_golden_verify_job(verify_job(o, files, total), ordered, rank_stats);
   return world->broadcast(code);
 }
 
@@ -595,7 +615,7 @@ static int run_verify(const VerifyOptions& o) {
   progress.finish();
   const json job = verify_job(o, files, total);
   return run.finish(job, (size_t)total, std::move(results),
-                    [&job](const std::vector<json>& all) { return finish_golden_verify_job(job, all); });
+                    [&job](const std::vector<json>& all) { return finish_golden_verify_job(job, all, nullptr); });
 }
 
 Command setup_golden(CLI::App& app) {

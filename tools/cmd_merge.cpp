@@ -17,7 +17,7 @@ static int run_merge(const MergeOptions& o) {
   const MergedParts m = read_parts(o.parts);
   if (m.command == "replay") return finish_replay_job(m.job, m.results);
   if (m.command == "certify") return finish_certify_job(m.job, m.results);
-  if (m.command == "golden verify") return finish_golden_verify_job(m.job, m.results);
+  if (m.command == "golden verify") return finish_golden_verify_job(m.job, m.results, nullptr);
   throw InputError(o.parts[0], "command", "unknown command '" + m.command + "' (replay, certify or golden verify)");
 }
 

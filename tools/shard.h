@@ -67,7 +67,9 @@ class ShardRun {
 // `oracle merge`: each command's finisher from its job (tools/cmd_<command>.cpp).
 int finish_replay_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results);
 int finish_certify_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results);
-int finish_golden_verify_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results);
+// ranks: --tp's per-rank statistics for the JSON output (null: none).
+int finish_golden_verify_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results,
+                             const nlohmann::json& ranks);
 // Reads and checks parts (same command and job, shards 0..N-1 once each, every
 // item once) and returns the command, the job and the results in item order.
 struct MergedParts {

@@ -195,8 +195,8 @@ std::vector<int> greedy_first_divergences(const Model& ref, const Model& cand,
 // ============================================================================
 // certify
 // ============================================================================
-CertifyResult certify(const Model& ref, const Model& cand, const std::string& corpus,
-                      const CertifyOptions& o) {
+CertifyItems certify_items(const Model& ref, const Model& cand, const std::string& corpus, const CertifyOptions& o,
+                           const std::function<bool(int)>& mine) {
   require_comparable(ref, cand);
   check_certify_options(ref, cand, o);
   Tokenizer tok(ref.vocab);
@@ -206,23 +206,44 @@ CertifyResult certify(const Model& ref, const Model& cand, const std::string& co
   require_input(!chunks.empty(), "corpus", "tokens",
                 "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
                     std::to_string(o.ctx));
-  CertifyResult r;
-  r.protocol = o.protocol;
-  r.ctx = o.ctx;
-  r.corpus_tokens = (int)ids.size();
-  r.chunks = (int)chunks.size();
+  CertifyItems it;
+  it.head.protocol = o.protocol;
+  it.head.ctx = o.ctx;
+  it.head.corpus_tokens = (int)ids.size();
+  it.head.chunks = (int)chunks.size();
   std::vector<std::vector<int>> chunk_tokens;
   for (const Chunk& c : chunks) chunk_tokens.push_back(c.tokens);
-  const int total = r.chunks + std::min<int>(o.greedy_prompts, r.chunks);
-  std::vector<std::vector<TokenRecord>> per_chunk(chunks.size());  // (chunks) records
-  for_each_parallel(r.chunks, o.threads, o, 0, total, [&](int i) {
-    per_chunk[i] = score_chunk(ref, cand, chunks[i], i, o.candidate_kv_int8);
+  const int n_chunks = it.head.chunks, n_prompts = std::min<int>(o.greedy_prompts, n_chunks);
+  it.chunks.resize(chunks.size());  // (chunks) records; empty when not this worker's
+  std::vector<int> my_chunks, my_prompts;
+  for (int i = 0; i < n_chunks + n_prompts; i++)
+    if (!mine || mine(i)) (i < n_chunks ? my_chunks : my_prompts).push_back(i);
+  const int total = (int)(my_chunks.size() + my_prompts.size());
+  for_each_parallel((int)my_chunks.size(), o.threads, o, 0, total, [&](int k) {
+    const int i = my_chunks[k];
+    it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o.candidate_kv_int8);
   });
-  for (auto& recs : per_chunk) r.records.insert(r.records.end(), recs.begin(), recs.end());
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, tok.bos_id(), o);
+  it.first_divergence.assign(prompts.size(), -1);  // (prompts) -1 when not this worker's
+  for_each_parallel((int)my_prompts.size(), o.threads, o, (int)my_chunks.size(), total, [&](int k) {
+    const int p = my_prompts[k] - n_chunks;
+    it.first_divergence[p] = first_divergence(ref, cand, prompts[p], o);
+  });
+  return it;
+}
+
+CertifyResult certify_reduce(CertifyItems items, const CertifyOptions& o) {
+  CertifyResult r = std::move(items.head);
+  for (auto& recs : items.chunks) r.records.insert(r.records.end(), recs.begin(), recs.end());
   r.summary = summarize(r.records);
-  r.first_divergence = greedy_first_divergences(ref, cand, chunk_tokens, tok.bos_id(), o, r.chunks, total);
+  r.first_divergence = std::move(items.first_divergence);
   r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
   return r;
+}
+
+CertifyResult certify(const Model& ref, const Model& cand, const std::string& corpus,
+                      const CertifyOptions& o) {
+  return certify_reduce(certify_items(ref, cand, corpus, o, nullptr), o);
 }
 
 }  // namespace oracle

@@ -54,6 +54,19 @@ struct CertifyResult {
   GreedySummary greedy;
 };
 
+// certify() in two steps, for sharded runs (docs/scale.md): work item i is
+// chunk i (i < chunks), else greedy prompt i - chunks; certify_items computes
+// the items `mine` selects (null: all), certify_reduce sums every item's
+// results in corpus order — so any dealing of the items gives the same bits.
+struct CertifyItems {
+  CertifyResult head;                            // protocol, ctx, corpus_tokens, chunks
+  std::vector<std::vector<TokenRecord>> chunks;  // (chunks) chunk i's records; empty when not computed
+  std::vector<int> first_divergence;             // (greedy prompts) -1 when not computed
+};
+CertifyItems certify_items(const Model& reference, const Model& candidate, const std::string& corpus,
+                           const CertifyOptions& options, const std::function<bool(int)>& mine);
+CertifyResult certify_reduce(CertifyItems items, const CertifyOptions& options);
+
 // InputError when the two models cannot be compared: different architecture,
 // vocabulary size, token pieces or special ids (field names the culprit).
 void require_comparable(const Model& reference, const Model& candidate);

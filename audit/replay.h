@@ -120,6 +120,10 @@ std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const 
 nlohmann::json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file,
                                   const ReplayOptions& o);
 std::string replay_summary_table(const std::vector<RecordReport>& reports);
+// One record's entry of the JSON report, and back (exact: sharded replays
+// gather records this way, tools/shard.h). InputError("part", ...) on a bad one.
+nlohmann::json replay_record_json(const RecordReport& r);
+RecordReport replay_record_from_json(const nlohmann::json& j);
 
 // ---- building blocks (shared by own and foreign replay) ---------------------------------------
 // What the teacher-forced re-run saw at one logged step.

@@ -3,6 +3,7 @@
 // and the terminal summary table (replay.h, docs/replay.md).
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <system_error>
 #include <thread>
 
@@ -151,6 +152,35 @@ json finding_json(const TokenFinding& f) {
               {"detail", f.detail}};
 }
 
+Verdict verdict_from(const std::string& name) {
+  for (int v = 0; v <= (int)Verdict::LogprobMismatch; v++)
+    if (name == verdict_name((Verdict)v)) return (Verdict)v;
+  throw InputError("part", "verdict", "unknown verdict '" + name + "'");
+}
+
+RecordStatus status_from(const std::string& name) {
+  for (int v = 0; v <= (int)RecordStatus::UnknownModel; v++)
+    if (name == status_name((RecordStatus)v)) return (RecordStatus)v;
+  throw InputError("part", "status", "unknown status '" + name + "'");
+}
+
+TokenFinding finding_from_json(const json& j) {
+  TokenFinding f;
+  f.choice = j.at("choice");
+  f.index = j.at("index");
+  f.logged = j.at("logged");
+  f.reproduced = j.at("reproduced");
+  f.raw_logprob = float_from_json(j.at("raw_logprob"), "raw_logprob");
+  f.raw_rank = j.at("raw_rank");
+  f.processed_logprob = float_from_json(j.at("processed_logprob"), "processed_logprob");
+  f.processed_rank = j.at("processed_rank");
+  f.verdict = verdict_from(j.at("verdict"));
+  f.reason = j.at("reason");
+  f.margin = j.at("margin").is_string() ? std::numeric_limits<double>::infinity() : j.at("margin").get<double>();
+  f.detail = j.at("detail");
+  return f;
+}
+
 json record_json(const RecordReport& r) {
   json findings = json::array();
   for (const TokenFinding& f : r.findings) findings.push_back(finding_json(f));
@@ -161,6 +191,23 @@ json record_json(const RecordReport& r) {
 }
 
 }  // namespace
+
+json replay_record_json(const RecordReport& r) { return record_json(r); }
+
+RecordReport replay_record_from_json(const json& j) {
+  RecordReport r;
+  r.line = j.at("line");
+  r.mode = j.at("mode");
+  r.status = status_from(j.at("status"));
+  r.n_tokens = j.at("n_tokens");
+  r.diverged_at = j.at("diverged_at");
+  for (const json& f : j.at("findings")) r.findings.push_back(finding_from_json(f));
+  r.notes = j.at("notes").get<std::vector<std::string>>();
+  r.error = j.at("error");
+  r.model = j.at("model");
+  r.n_choices = j.at("n_choices");
+  return r;
+}
 
 json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file, const ReplayOptions& o) {
   json records = json::array();

@@ -93,7 +93,9 @@
     "the shuffle tree adds in reverse order (1, 2, 4, 8)", "test_kernels_emu")                                   \
   X(KERNEL_ATTN_MERGE_ORDER, "kernels", "attention.cu merge",                                                    \
     "attention chunk partials merged last to first (differs once a query sees 3 chunks)",                      \
-    "test_kernels_emu test_pipeline_emu")
+    "test_kernels_emu test_pipeline_emu")                                                                        \
+  X(TP_RANK_SUM_ORDER, "reference/compute", "forward head (tensor parallel)",                                     \
+    "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp")
 
 namespace oracle::fault {
 

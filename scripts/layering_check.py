@@ -31,7 +31,9 @@ RULES = {
     "kernels/tests": BOTTOM + REF + ["kernels", "tests_common"],
     "optimized": BOTTOM + REF + ["kernels"],
     "optimized/tests": BOTTOM + REF + ["kernels", "optimized", "tests_common"],
-    "tools": BOTTOM + REF + ["audit", "kernels", "optimized"],
+    "distributed": BOTTOM + REF,  # communicators + tensor-parallel glue; reference/ never includes it
+    "distributed/tests": BOTTOM + REF + ["distributed", "tests_common"],
+    "tools": BOTTOM + REF + ["audit", "kernels", "optimized", "distributed"],
     "property_tests": BOTTOM + REF + ["audit", "tests_common"],
     "fuzz": BOTTOM + REF + ["audit"],
     "golden": BOTTOM + REF + ["tests_common"],
@@ -47,7 +49,9 @@ PROBES = [("numerics/numerics.h", "reference/base/errors.h"),
           ("reference/compute/forward.h", "audit/replay.h"),
           ("reference/generate/generate.h", "audit/certify.h"),
           ("kernels/matmul.cuh", "reference/compute/ops.h"),
-          ("audit/replay.h", "tools/commands.h")]
+          ("audit/replay.h", "tools/commands.h"),
+          ("reference/compute/tensor_split.h", "distributed/communicator.h"),
+          ("distributed/communicator.h", "tools/commands.h")]
 
 
 def layer_of(rel):

@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev catch2 librapidcheck-dev libcli11-dev
       libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip
+      libopenmpi-dev openmpi-bin  # MPI: mpirun sharding and --tp across ranks (docs/scale.md; optional: ORACLE_ENABLE_MPI)
       librsvg2-bin)  # rsvg-convert: certificate PNGs (optional at run time: SVG is always written)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -22,6 +22,7 @@
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
+#include "tools/shard.h"
 #include "tools/version.h"
 
 extern char** environ;  // for posix_spawnp
@@ -37,6 +38,7 @@ struct CertifyOptions {
   bool ctx_given = false;  // --ctx on the command line
   bool no_progress = false, quiet = false, json = false, no_png = false;
   bool allow_context_extension = false;  // --ctx above the models' trained context
+  ShardOptions shard;                    // --shard I/N --part FILE (tools/shard.h)
 };
 
 // certificate.svg -> certificate.png with rsvg-convert (librsvg2-bin) when it
@@ -122,17 +124,88 @@ static int finish_certify(const CertifyOptions& a, const CertifyResult& r, const
   return all_pass(checks) ? kExitOk : kExitCheckFailed;
 }
 
+// ---- sharded runs (tools/shard.h): items = chunks, then greedy prompts -----------------------
+static nlohmann::json record_json(const TokenRecord& t) {
+  return {t.chunk, t.pos, t.next, t.top_ref, t.top_cand, exact_double(t.kld), exact_double(t.nll_ref),
+          exact_double(t.nll_cand), exact_double(t.dp_top), exact_double(t.dp_next)};
+}
+
+static TokenRecord record_from(const nlohmann::json& j) {
+  TokenRecord t;
+  t.chunk = j.at(0), t.pos = j.at(1), t.next = j.at(2), t.top_ref = j.at(3), t.top_cand = j.at(4);
+  t.kld = exact_double_from(j.at(5), "part");
+  t.nll_ref = exact_double_from(j.at(6), "part");
+  t.nll_cand = exact_double_from(j.at(7), "part");
+  t.dp_top = exact_double_from(j.at(8), "part");
+  t.dp_next = exact_double_from(j.at(9), "part");
+  return t;
+}
+
+// Everything the certificate depends on: the inputs' identity, the result's
+// head and the output options (every part must agree).
+static nlohmann::json certify_job(const CertifyOptions& a, const CertifyResult& head, const CertificateInfo& info) {
+  return {{"reference", info.reference_path}, {"reference_sha256", info.reference_sha256},
+          {"candidate", info.candidate_path}, {"candidate_sha256", info.candidate_sha256},
+          {"corpus", info.corpus_path}, {"corpus_sha256", info.corpus_sha256}, {"version", info.tool_version},
+          {"weight_type", info.weight_type}, {"kv_int8", info.candidate_kv_int8},
+          {"trained_context", info.trained_context}, {"protocol", protocol_name(head.protocol)}, {"ctx", head.ctx},
+          {"corpus_tokens", head.corpus_tokens}, {"chunks", head.chunks}, {"greedy_steps", a.options.greedy_steps},
+          {"out", a.out}, {"thresholds", a.thresholds}, {"no_png", a.no_png}, {"json", a.json}};
+}
+
+int finish_certify_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results) {
+  CertifyOptions a;
+  a.out = job.at("out"), a.thresholds = job.at("thresholds"), a.no_png = job.at("no_png"), a.json = job.at("json");
+  a.options.greedy_steps = job.at("greedy_steps");
+  CertificateInfo info{job.at("reference"), job.at("reference_sha256"), job.at("candidate"),
+                       job.at("candidate_sha256"), job.at("corpus"), job.at("corpus_sha256"), job.at("version"),
+                       job.at("weight_type"), job.at("kv_int8")};
+  info.trained_context = job.at("trained_context");
+  CertifyItems items;
+  items.head.protocol = parse_protocol(job.at("protocol"));
+  items.head.ctx = job.at("ctx"), items.head.corpus_tokens = job.at("corpus_tokens");
+  items.head.chunks = job.at("chunks");
+  for (size_t i = 0; i < results.size(); i++) {
+    if ((int)i >= items.head.chunks) {
+      items.first_divergence.push_back(results[i].get<int>());
+      continue;
+    }
+    items.chunks.emplace_back();
+    for (const nlohmann::json& t : results[i]) items.chunks.back().push_back(record_from(t));
+  }
+  return finish_certify(a, certify_reduce(std::move(items), a.options), info);
+}
+
+// This worker's items as {index, result}: a chunk's records, a prompt's first divergence.
+static std::vector<nlohmann::json> item_results(const CertifyItems& it, const ShardRun& run) {
+  std::vector<nlohmann::json> out;
+  const size_t n_chunks = it.chunks.size();
+  for (size_t i = 0; i < n_chunks + it.first_divergence.size(); i++) {
+    if (!run.mine(i)) continue;
+    nlohmann::json r = nlohmann::json::array();
+    if (i < n_chunks)
+      for (const TokenRecord& t : it.chunks[i]) r.push_back(record_json(t));
+    else
+      r = it.first_divergence[i - n_chunks];
+    out.push_back({{"index", i}, {"result", r}});
+  }
+  return out;
+}
+
 static int run_certify(CertifyOptions& a) {
   a.options.protocol = parse_protocol(a.protocol);
   check_before_scoring(a);
-  Progress progress("certify", 0, !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
+  ShardRun run("certify", a.shard);
+  Progress progress("certify", 0, run.root() && !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
   a.options.progress = [&progress](int done, int total) { progress.update(done, total); };
-  if (kld_requested(a.kld))
+  if (kld_requested(a.kld)) {
+    require_input(!run.sharded(), "--shard", "shard", "the KLD-base modes run in one process (no --shard, no mpirun)");
     return run_certify_kld(a.kld, a.reference, a.candidate, a.corpus, a.options, a.ctx_given,
                            [&](const CertifyResult& r, const CertificateInfo& info) {
                              progress.finish();
                              return finish_certify(a, r, info);
                            });
+  }
   require_input(!a.reference.empty() && !a.candidate.empty() && !a.corpus.empty(), "command line", "--reference",
                 "certify needs --reference, --candidate and --corpus");
   LoadOptions lo;
@@ -148,7 +221,7 @@ static int run_certify(CertifyOptions& a) {
   ref.vocab = lm.tokenizer.vocab();
   Model cand = load_model(a.candidate, lo);
   std::string corpus = read_text(a.corpus);
-  CertifyResult r = certify(ref, cand, corpus, a.options);
+  CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });
   progress.finish();
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,
                        sha256_hex(corpus.data(), corpus.size()), kOracleVersion,
@@ -156,7 +229,11 @@ static int run_certify(CertifyOptions& a) {
   if (ref.config.context_extended || cand.config.context_extended)
     info.trained_context = std::min(ref.config.trained_context, cand.config.trained_context);
   if (a.options.candidate_kv_int8 && info.weight_type == "F32") info.weight_type = "KV_I8";
-  return finish_certify(a, r, info);
+  if (!run.sharded()) return finish_certify(a, certify_reduce(std::move(items), a.options), info);
+  const nlohmann::json job = certify_job(a, items.head, info);
+  const size_t n_items = items.chunks.size() + items.first_divergence.size();
+  return run.finish(job, n_items, item_results(items, run),
+                    [&job](const std::vector<nlohmann::json>& all) { return finish_certify_job(job, all); });
 }
 
 Command setup_certify(CLI::App& app) {
@@ -193,6 +270,7 @@ Command setup_certify(CLI::App& app) {
   sub->add_flag("--json", args->json, "Print the certificate JSON (and the files written) instead of the summary");
   sub->add_flag("--no-png", args->no_png, "Do not render certificate.png (needs rsvg-convert: librsvg2-bin)");
   add_kld_options(sub, args->kld);
+  add_shard_options(sub, args->shard);
   return {sub, [args] { return run_certify(*args); }};
 }
 

@@ -35,6 +35,8 @@
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
+#include "tools/shard.h"
+#include "distributed/tensor_parallel.h"
 
 namespace oracle::tools {
 
@@ -409,6 +411,9 @@ struct VerifyOptions {
   std::string mode = "deterministic";  // device backends (docs/diff.md)
   std::string shared;                  // --shared-dir
   bool json = false, quiet = false;
+  int tp = 0;                          // --tp N: tensor-parallel ranks (0: none)
+  ShardOptions shard;                  // --shard I/N --part FILE (tools/shard.h)
+  const TensorSplit* split = nullptr;  // set per rank by run_verify_tp
 };
 
 struct VerifyTally {
@@ -438,31 +443,57 @@ static std::string check_record(const json& r, const LoadedModel& lm, const Veri
   if (std::string chat = chat_mismatch(r, lm); !chat.empty()) return chat;
   if (const DevicePipeline* dev = require_backend(o.backend))  // greedy records only (tools/device_backend.h)
     return dev->golden_mismatch(r, lm.model, parse_mode(o.mode), skipped);
-  return first_mismatch(r, generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, o.threads, o.prefill_chunk)));
+  GenerateOptions go = options_of(r, o.threads, o.prefill_chunk);
+  go.split = o.split;
+  return first_mismatch(r, generate(lm.model, lm.tokenizer, r["prompt"], go));
 }
 
+// The outcome of one record: {"skipped"} or {"diff", "file", "line", "id", "reproduce"} ("" diff: a match).
+static json verify_one(const fs::path& file, const json& r, int line, const LoadedModel& lm, const VerifyOptions& o) {
+  bool skipped = false;
+  const std::string diff = check_record(r, lm, o, &skipped);
+  if (skipped) return {{"skipped", true}};
+  if (diff.empty()) return {{"skipped", false}, {"diff", ""}};
+  return {{"skipped", false}, {"diff", diff}, {"file", file.string()}, {"line", line}, {"id", r["id"]},
+          {"reproduce", r["run_command"]}};
+}
+
+// Records `first`.. of this file that are this worker's (item i: shard.mine(i)); outcomes in `out`.
 static void verify_file(const fs::path& file, const std::vector<json>& records, const std::vector<int>& lines,
-                        const VerifyOptions& o, VerifyTally& t, Progress& progress) {
+                        const VerifyOptions& o, size_t first, const Shard& shard, std::vector<json>& out,
+                        Progress& progress) {
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const fs::path shared = shared_dir(o.shared, dir);
   std::map<std::string, LoadedModel> cache;  // base + model + tokenizer -> loaded
   for (size_t i = 0; i < records.size(); i++) {
+    if (!shard.mine(first + i)) continue;
     const json& r = records[i];
     const fs::path base = base_of(r, shared, dir);
     const std::string key = base.string() + "|" + r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
-    if (!cache.count(key)) cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
-    bool skipped = false;
-    const std::string diff = check_record(r, cache.at(key), o, &skipped);
-    t.records++;
-    progress.update(t.records);
-    if (skipped) { t.skipped++; continue; }
-    if (diff.empty()) { t.matched++; continue; }
-    t.mismatches.push_back({{"file", file.string()}, {"line", lines[i]}, {"id", r["id"]}, {"diff", diff},
-                            {"reproduce", r["run_command"]}});
-    if (!o.json)
-      std::printf("MISMATCH %s:%d %s: %s\n  reproduce: %s\n", file.c_str(), lines[i], r["id"].get<std::string>().c_str(),
-                  diff.c_str(), r["run_command"].get<std::string>().c_str());
+    if (!cache.count(key)) {
+      cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
+      if (o.split && cache.at(key).model.file) cache.at(key).model.file->drop_resident();  // keep only the rows read
+    }
+    out.push_back({{"index", first + i}, {"result", verify_one(file, r, lines[i], cache.at(key), o)}});
+    progress.update((int64_t)out.size());
   }
+}
+
+// The outcomes in record order -> the tally (and, without --json, each MISMATCH as it comes).
+static VerifyTally tally(const std::vector<json>& results, bool print) {
+  VerifyTally t;
+  for (const json& r : results) {
+    t.records++;
+    if (r["skipped"].get<bool>()) { t.skipped++; continue; }
+    if (r["diff"].get<std::string>().empty()) { t.matched++; continue; }
+    t.mismatches.push_back({{"file", r["file"]}, {"line", r["line"]}, {"id", r["id"]}, {"diff", r["diff"]},
+                            {"reproduce", r["reproduce"]}});
+    if (print)
+      std::printf("MISMATCH %s:%d %s: %s\n  reproduce: %s\n", r["file"].get<std::string>().c_str(),
+                  r["line"].get<int>(), r["id"].get<std::string>().c_str(), r["diff"].get<std::string>().c_str(),
+                  r["reproduce"].get<std::string>().c_str());
+  }
+  return t;
 }
 
 static std::vector<fs::path> transcript_files(const std::string& dir) {
@@ -476,6 +507,93 @@ static std::vector<fs::path> transcript_files(const std::string& dir) {
   return files;
 }
 
+// Everything the output depends on (every part of a sharded verify must agree).
+static json verify_job(const VerifyOptions& o, const std::vector<fs::path>& files, int64_t total) {
+  std::vector<std::string> names;
+  for (const fs::path& f : files) names.push_back(f.string());
+  return {{"dir", o.dir}, {"files", names}, {"records", total}, {"backend", o.backend}, {"mode", o.mode},
+          {"threads", o.threads}, {"prefill_chunk", o.prefill_chunk}, {"json", o.json}, {"shared", o.shared},
+          {"tp", o.tp}};
+}
+
+int finish_golden_verify_job(const json& job, const std::vector<json>& results, const json& ranks) {
+  const bool as_json = job.at("json");
+  const VerifyTally t = tally(results, !as_json);
+  const int bad = (int)t.mismatches.size();
+  const size_t n_files = job.at("files").size();
+  const std::string backend = job.at("backend");
+  if (as_json) {
+    json out{{"pass", bad == 0}, {"records", t.records}, {"matched", t.matched}, {"skipped", t.skipped},
+             {"mismatch_count", bad}, {"mismatches", t.mismatches}, {"files", n_files},
+             {"backend", backend}, {"mode", job.at("mode")}, {"threads", job.at("threads")},
+             {"prefill_chunk", job.at("prefill_chunk")}};
+    if (job.at("tp").get<int>() > 0) out["tp"] = job.at("tp");
+    if (!ranks.is_null()) out["tp_ranks"] = ranks;  // per rank: RSS, all-gathers, bytes received
+    std::printf("%s\n", out.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    return bad == 0 ? kExitOk : kExitCheckFailed;
+  }
+  if (t.skipped > 0)
+    std::printf("golden verify: %d non-greedy records skipped (the device backends decode greedily)\n", t.skipped);
+  if (bad > 0) {
+    std::printf("golden verify: %d of %d records MISMATCH in %zu files (backend %s)\n", bad, t.records - t.skipped,
+                n_files, backend.c_str());
+    return kExitCheckFailed;
+  }
+  std::printf("golden verify: %d records in %zu files match (backend %s, threads %d, prefill chunk %d", t.matched,
+              n_files, backend.c_str(), job.at("threads").get<int>(), job.at("prefill_chunk").get<int>());
+  if (job.at("tp").get<int>() > 0) std::printf(", tensor-parallel ranks %d", job.at("tp").get<int>());
+  std::printf(")\n");
+  return kExitOk;
+}
+
+// VmRSS of this process (/proc/self/status), 0 where there is none.
+static int64_t resident_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+  return 0;
+}
+
+// --tp N: every record on N tensor-parallel ranks — the MPI world when mpirun
+// started N ranks, else N threads of this process (docs/scale.md). Rank 0 reports.
+static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& files,
+                         const std::vector<std::vector<json>>& records, const std::vector<std::vector<int>>& lines,
+                         int64_t total) {
+  require_input(o.backend == "reference", "--tp", "tp", "tensor parallelism is the reference backend's");
+  require_input(o.shard.shard.empty(), "--tp", "tp", "give --tp or --shard, not both");
+  std::unique_ptr<dist::Communicator> world = dist::world();
+  require_input(world->size() == 1 || world->size() == o.tp, "--tp", "tp",
+                "--tp " + std::to_string(o.tp) + " under mpirun with " + std::to_string(world->size()) +
+                    " ranks (give -np " + std::to_string(o.tp) + ")");
+  std::vector<json> results;  // rank 0's outcomes, in record order
+  json rank_stats = json::array();
+  auto verify_all = [&](dist::Communicator& comm) {
+    const TensorSplit split = dist::tensor_split(comm);
+    VerifyOptions mine = o;
+    mine.split = &split;
+    std::vector<json> out;
+    Progress progress("golden verify", total, comm.root() && !o.quiet && !o.json);
+    for (size_t i = 0, first = 0; i < files.size(); first += records[i].size(), i++)
+      verify_file(files[i], records[i], lines[i], mine, first, Shard{}, out, progress);
+    progress.finish();
+    const json stats{{"rank", comm.rank()}, {"rss_bytes", resident_bytes()},
+                     {"all_gathers", comm.stats().all_gathers}, {"bytes_received", comm.stats().bytes_received}};
+    const std::vector<std::string> all = comm.gather(stats.dump());
+    if (comm.root()) {
+      results = std::move(out);
+      for (const std::string& s : all) rank_stats.push_back(json::parse(s));
+    }
+  };
+  if (world->size() > 1) verify_all(*world);
+  else dist::run_in_process(o.tp, verify_all);
+  std::vector<json> ordered;
+  for (json& r : results) ordered.push_back(std::move(r["result"]));
+  int code = 0;
+  if (world->root()) code = finish_golden_verify_job(verify_job(o, files, total), ordered, rank_stats);
+  return world->broadcast(code);
+}
+
 static int run_verify(const VerifyOptions& o) {
   require_backend(o.backend);  // reference, or a device backend this binary can run here
   parse_mode(o.mode);
@@ -487,29 +605,17 @@ static int run_verify(const VerifyOptions& o) {
     records.push_back(read_records(files[i], &lines[i]));
     total += (int64_t)records.back().size();
   }
-  VerifyTally t;
-  Progress progress("golden verify", total, !o.quiet && !o.json);
-  for (size_t i = 0; i < files.size(); i++) verify_file(files[i], records[i], lines[i], o, t, progress);
+  if (o.tp > 0) return run_verify_tp(o, files, records, lines, total);
+  ShardRun run("golden verify", o.shard);
+  std::vector<json> results;  // {index, result} of this worker's records, in record order
+  Progress progress("golden verify", (total + run.world().size() - 1) / run.world().size(),
+                    run.root() && !o.quiet && !o.json);
+  for (size_t i = 0, first = 0; i < files.size(); first += records[i].size(), i++)
+    verify_file(files[i], records[i], lines[i], o, first, run.shard(), results, progress);
   progress.finish();
-  const int bad = (int)t.mismatches.size();
-  if (o.json) {
-    std::printf("%s\n", json{{"pass", bad == 0}, {"records", t.records}, {"matched", t.matched}, {"skipped", t.skipped},
-                             {"mismatch_count", bad}, {"mismatches", t.mismatches}, {"files", files.size()},
-                             {"backend", o.backend}, {"mode", o.mode}, {"threads", o.threads},
-                             {"prefill_chunk", o.prefill_chunk}}
-                             .dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    return bad == 0 ? kExitOk : kExitCheckFailed;
-  }
-  if (t.skipped > 0)
-    std::printf("golden verify: %d non-greedy records skipped (the device backends decode greedily)\n", t.skipped);
-  if (bad > 0) {
-    std::printf("golden verify: %d of %d records MISMATCH in %zu files (backend %s)\n", bad, t.records - t.skipped,
-                files.size(), o.backend.c_str());
-    return kExitCheckFailed;
-  }
-  std::printf("golden verify: %d records in %zu files match (backend %s, threads %d, prefill chunk %d)\n", t.matched,
-              files.size(), o.backend.c_str(), o.threads, o.prefill_chunk);
-  return kExitOk;
+  const json job = verify_job(o, files, total);
+  return run.finish(job, (size_t)total, std::move(results),
+                    [&job](const std::vector<json>& all) { return finish_golden_verify_job(job, all, nullptr); });
 }
 
 Command setup_golden(CLI::App& app) {
@@ -528,6 +634,9 @@ Command setup_golden(CLI::App& app) {
                      "else ../shared beside the transcripts' repository)");
   verify->add_flag("--json", v->json, "Print one JSON object (every mismatch, the counts)");
   verify->add_flag("--quiet,-q", v->quiet, "No progress on stderr");
+  verify->add_option("--tp", v->tp, "Tensor-parallel ranks: mpirun -np N, or N threads without mpirun (changes no bit)")
+      ->check(int_in<int>(1, 1024));
+  add_shard_options(verify, v->shard);
   auto u = std::make_shared<UpdateOptions>();
   auto* update = sub->add_subcommand("update", "Regenerate DIR/<model>.jsonl for every fixture model, or for --model");
   update->add_option("dir", u->dir, "Folder of golden transcripts")->required();

@@ -14,8 +14,10 @@
 #include "reference/base/atomic_file.h"
 #include "reference/base/file_io.h"
 #include "tools/commands.h"
+#include "reference/base/sha256.h"
 #include "tools/progress.h"
 #include "tools/model_args.h"
+#include "tools/shard.h"
 
 namespace oracle::tools {
 
@@ -28,6 +30,7 @@ struct ReplayOptions {
   std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
   oracle::ReplayOptions replay;
   std::string mode = "auto";  // --mode (parsed into replay.mode)
+  ShardOptions shard;         // --shard I/N --part FILE (tools/shard.h)
 };
 
 // A loaded model with the ReplayModel view of it (the view points into the holder).
@@ -113,9 +116,9 @@ static void finish(const std::vector<RecordReport>& reports, const ReplayOptions
 
 // In batches, for the progress line; each record's report depends on that record only.
 static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>& lines, const ModelResolver& models,
-                                                      const ReplayOptions& o) {
+                                                      const ReplayOptions& o, bool show) {
   std::vector<RecordReport> reports;
-  Progress progress("replay", (int64_t)lines.size(), !o.quiet && !o.json);
+  Progress progress("replay", (int64_t)lines.size(), show && !o.quiet && !o.json);
   const size_t batch = (size_t)std::max(1, o.replay.jobs) * 8;
   for (size_t at = 0; at < lines.size(); at += batch) {
     const std::vector<LogLine> part(lines.begin() + (long)at, lines.begin() + (long)std::min(lines.size(), at + batch));
@@ -126,23 +129,66 @@ static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>
   return reports;
 }
 
-int run_replay(const ReplayOptions& o) {
-  if (!o.json_out.empty()) check_output_path(o.json_out, "--report");  // before replaying, not after
-  const std::vector<LogLine> lines = read_log_lines(o.log);
-  require_input(!lines.empty(), o.log, "records", "the log holds no records");
+// Everything the report depends on, and the log's identity: every part of a
+// sharded replay must agree on it (tools/shard.h).
+static nlohmann::json replay_job(const ReplayOptions& o, const std::vector<LogLine>& lines) {
+  std::string text;
+  for (const LogLine& l : lines) text += std::to_string(l.line_no) + ":" + l.text + "\n";
+  return {{"log", o.log}, {"log_sha256", sha256_hex(text.data(), text.size())}, {"model", o.model.model},
+          {"models", o.models}, {"mode", replay_mode_name(o.replay.mode)},
+          {"prob_tol", o.replay.prob_tolerance}, {"logit_tol", o.replay.logit_tolerance},
+          {"logprob_tol", o.replay.logprob_tolerance}, {"json", o.json}, {"report", o.json_out}};
+}
+
+int finish_replay_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results) {
+  ReplayOptions o;
+  o.log = job.at("log");
+  o.replay.mode = parse_replay_mode(job.at("mode"));
+  o.replay.prob_tolerance = job.at("prob_tol");
+  o.replay.logit_tolerance = job.at("logit_tol");
+  o.replay.logprob_tolerance = job.at("logprob_tol");
+  o.json = job.at("json");
+  o.json_out = job.at("report");
+  std::vector<RecordReport> reports;
+  for (const nlohmann::json& r : results) reports.push_back(replay_record_from_json(r));
+  finish(reports, o);
+  return exit_code(reports);
+}
+
+// This worker's records (all of them in one process; tools/shard.h).
+static std::vector<RecordReport> replay_mine(const std::vector<LogLine>& mine, const std::vector<LogLine>& lines,
+                                             const ReplayOptions& o, bool show) {
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
     require_input(o.model.model.empty(), "--models", "option", "give --models or --model, not both");
     ModelCatalog catalog(o.models, [&o](const CatalogEntry& e) { return load_entry(e, o); });
-    const std::vector<RecordReport> reports = replay_with_progress(lines, catalog.resolver(), o);
-    finish(reports, o);
-    return exit_code(reports);
+    return replay_with_progress(mine, catalog.resolver(), o, show);
   }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
   if (o.replay.mode != ReplayMode::Foreign) check_hashes(lines, lm, o);
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
-  const std::vector<RecordReport> reports = replay_with_progress(lines, single_model(rm), o);
-  finish(reports, o);
-  return exit_code(reports);
+  return replay_with_progress(mine, single_model(rm), o, show);
+}
+
+int run_replay(const ReplayOptions& o) {
+  ShardRun run("replay", o.shard);
+  if (!o.json_out.empty()) check_output_path(o.json_out, "--report");  // before replaying, not after
+  const std::vector<LogLine> lines = read_log_lines(o.log);
+  require_input(!lines.empty(), o.log, "records", "the log holds no records");
+  std::vector<LogLine> mine;  // records dealt to this worker: i % N == I
+  std::vector<size_t> index;
+  for (size_t i = 0; i < lines.size(); i++)
+    if (run.mine(i)) mine.push_back(lines[i]), index.push_back(i);
+  const std::vector<RecordReport> reports = replay_mine(mine, lines, o, run.root());
+  if (!run.sharded()) {
+    finish(reports, o);
+    return exit_code(reports);
+  }
+  std::vector<nlohmann::json> results;
+  for (size_t k = 0; k < reports.size(); k++)
+    results.push_back({{"index", index[k]}, {"result", replay_record_json(reports[k])}});
+  const nlohmann::json job = replay_job(o, lines);
+  return run.finish(job, lines.size(), std::move(results),
+                    [&job](const std::vector<nlohmann::json>& all) { return finish_replay_job(job, all); });
 }
 
 Command setup_replay(CLI::App& app) {
@@ -163,6 +209,7 @@ Command setup_replay(CLI::App& app) {
   sub->add_option("--report", opts->json_out, "Also write the JSON report to this file");
   sub->add_flag("--json", opts->json, "Print the JSON report instead of the table");
   sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
+  add_shard_options(sub, opts->shard);
   sub->add_option("--prob-tol", opts->replay.prob_tolerance, "Borderline distance in probability mass")
       ->check(float_in(0.0, 1.0));
   sub->add_option("--logit-tol", opts->replay.logit_tolerance, "Borderline distance in logits")

@@ -6,6 +6,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/version.h"
+#include "distributed/communicator.h"
 
 namespace oracle::tools {
 
@@ -17,7 +18,7 @@ Command setup_version(CLI::App& app) {
             nlohmann::json backends = {"reference", "cuda-emu"};
             if (device_pipeline_cuda() != nullptr) backends.push_back("cuda");
             if (*json) {
-              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {"backends", backends}}.dump().c_str());
+              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {"backends", backends}, {"mpi", dist::mpi_built()}}.dump().c_str());
             } else {
               std::string list;
               for (const auto& b : backends) list += (list.empty() ? "" : ", ") + b.get<std::string>();

@@ -16,6 +16,7 @@ Command setup_compare(CLI::App& app);
 Command setup_completion(CLI::App& app);
 Command setup_perplexity(CLI::App& app);
 Command setup_tokenize(CLI::App& app);
+Command setup_merge(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -31,6 +32,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_compare(app),
       setup_perplexity(app),
       setup_tokenize(app),
+      setup_merge(app),
       setup_completion(app),
   };
 }

@@ -27,6 +27,10 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::drop_resident() const {
+  if (data_) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 const uint8_t* MappedFile::at(uint64_t offset, uint64_t n, const std::string& field) const {
   if (offset > size_ || n > size_ - offset)
     throw InputError(path_, field,

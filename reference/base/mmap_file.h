@@ -18,6 +18,10 @@ class MappedFile {
   const std::string& path() const { return path_; }
   // Pointer to [offset, offset+n) or InputError(path, field, "truncated ...").
   const uint8_t* at(uint64_t offset, uint64_t n, const std::string& field) const;
+  // Drops the mapped pages from this process's resident set (madvise
+  // MADV_DONTNEED; the file's bytes come back on the next read, unchanged): a
+  // tensor-parallel rank then holds only the rows it reads (docs/scale.md).
+  void drop_resident() const;
 
  private:
   std::string path_;

@@ -3,6 +3,9 @@
 // (sequence, position, token) rows pushed through the layers together. Every
 // op computes each row's outputs in the canonical order, so grouping rows
 // (prefill, chunks, batches) or splitting them over threads changes no bit.
+// Tensor parallelism (tensor_split.h): each rank computes its output rows of
+// every matrix, whole and in the canonical order, and all-gathers them; with
+// one rank the slices are the whole matrices and the gathers are copies.
 #include "reference/compute/forward.h"
 
 #include <cmath>
@@ -33,15 +36,19 @@ struct Row {
   int seq, pos, token;
 };
 
+// Widths with "local" are this rank's slice (tensor_split.h); the whole width with one rank.
 struct RunState {
   int n = 0;                        // rows in this call
   std::vector<float> x;             // (n, dim) residual stream
   std::vector<float> xb;            // (n, dim) normed input of a block
-  std::vector<float> q;             // (n, n_heads * head_dim)
-  std::vector<float> k, v;          // (n, n_kv_heads * head_dim)
-  std::vector<float> att;           // (n, n_heads * head_dim) attention output
-  std::vector<float> proj;          // (n, dim) output of wo / w_down
-  std::vector<float> gate, up;      // (n, hidden_dim); gate becomes the SwiGLU output
+  std::vector<float> q;             // (n, local n_heads * head_dim)
+  std::vector<float> k, v;          // (n, local n_kv_heads * head_dim)
+  std::vector<float> att_local;     // (n, local n_heads * head_dim) attention output of this rank's heads
+  std::vector<float> att;           // (n, n_heads * head_dim) attention output, gathered
+  std::vector<float> proj_local;    // (n, local dim) this rank's rows of wo / w_down
+  std::vector<float> proj;          // (n, dim) output of wo / w_down, gathered
+  std::vector<float> gate, up;      // (n, local hidden_dim); gate becomes the SwiGLU output
+  std::vector<float> act;           // (n, hidden_dim) SwiGLU output, gathered
   std::vector<float> rope_cos, rope_sin;  // (n, head_dim / 2) RoPE table rows
   std::vector<const float*> kv_ptr;       // (sum over rows of 2 * (pos + 1)) K/V row pointers
   std::vector<long> kv_at;                // (n) offset of row r's pointers in kv_ptr
@@ -54,7 +61,40 @@ struct Ctx {
   ThreadPool* pool;
   Trace* trace;
   std::vector<Row> rows;  // (n)
+  const TensorSplit* split;         // null: one rank
+  std::vector<SliceLayout> layouts;  // (ranks) every rank's slices, in rank order
+  SliceLayout sl;                    // this rank's
 };
+
+int n_ranks(const Ctx& cx) { return cx.split ? cx.split->ranks : 1; }
+
+// This rank's rows of a (N, K) matrix, as a matrix of rows.size() rows.
+WeightMatrix rows_of(const WeightMatrix& w, int K, RowRange rows) {
+  return WeightMatrix(w.type, w.data + (int64_t)rows.begin * dtype_row_bytes(w.type, K));
+}
+
+// full (T, width) from every rank's (T, its slice) block: rank r's block fills
+// the columns layouts[r].*field of each row, in rank order. Exact copies; with
+// one rank, a copy of `local`.
+void gather_cols(const Ctx& cx, RowRange SliceLayout::*field, const std::vector<float>& local, int T, int width,
+                 std::vector<float>& full) {
+  if (n_ranks(cx) == 1) {
+    std::memcpy(full.data(), local.data(), sizeof(float) * (size_t)T * width);
+    return;
+  }
+  std::vector<int> counts;  // (ranks)
+  for (const SliceLayout& s : cx.layouts) counts.push_back(T * (s.*field).size());
+  std::vector<float> blocks((size_t)T * width);  // rank-major: rank r's (T, its rows)
+  cx.split->all_gather(std::span<const float>(local.data(), (size_t)T * (cx.sl.*field).size()), counts,
+                       blocks.data());
+  size_t at = 0;
+  for (const SliceLayout& s : cx.layouts) {
+    const RowRange r = s.*field;
+    for (int t = 0; t < T; t++)
+      std::memcpy(&full[(size_t)t * width + r.begin], &blocks[at + (size_t)t * r.size()], sizeof(float) * r.size());
+    at += (size_t)T * r.size();
+  }
+}
 
 void emit(const Ctx& cx, const char* name, int layer, const std::vector<float>& buf, int width) {
   if (!cx.trace || !cx.trace->emit) return;
@@ -65,18 +105,22 @@ void emit(const Ctx& cx, const char* name, int layer, const std::vector<float>& 
                    std::span<const float>(buf.data() + r * width, (size_t)width));
 }
 
-void alloc_state(const Config& c, int n, RunState& st) {
-  int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+void alloc_state(const Ctx& cx, int n, RunState& st) {
+  const Config& c = cx.c;
+  const SliceLayout& s = cx.sl;
   st.n = n;
   st.x.resize((size_t)n * c.dim);
   st.xb.resize((size_t)n * c.dim);
-  st.q.resize((size_t)n * q_dim);
-  st.k.resize((size_t)n * kv_dim);
-  st.v.resize((size_t)n * kv_dim);
-  st.att.resize((size_t)n * q_dim);
+  st.q.resize((size_t)n * s.q_rows.size());
+  st.k.resize((size_t)n * s.kv_rows.size());
+  st.v.resize((size_t)n * s.kv_rows.size());
+  st.att_local.resize((size_t)n * s.q_rows.size());
+  st.att.resize((size_t)n * c.n_heads * c.head_dim);
+  st.proj_local.resize((size_t)n * s.dim_rows.size());
   st.proj.resize((size_t)n * c.dim);
-  st.gate.resize((size_t)n * c.hidden_dim);
-  st.up.resize((size_t)n * c.hidden_dim);
+  st.gate.resize((size_t)n * s.hidden_rows.size());
+  st.up.resize((size_t)n * s.hidden_rows.size());
+  st.act.resize((size_t)n * c.hidden_dim);
   st.rope_cos.resize((size_t)n * (c.head_dim / 2));
   st.rope_sin.resize((size_t)n * (c.head_dim / 2));
   st.kv_at.resize(n);
@@ -114,7 +158,7 @@ void add_bias_rows(float* y, const float* b, int T, int n) {  // y (T, n), b (n)
 // Stores row r's k, v at its position, then gathers the K/V row pointers of
 // positions 0..pos of its sequence (rows of one call see each other's K/V).
 void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
-  int kv_dim = cx.c.n_kv_heads * cx.c.head_dim;
+  int kv_dim = cx.sl.kv_rows.size();  // this rank's kv heads (the cache holds only these)
   long total = 0;
   for (int r = 0; r < st.n; r++) {
     const Row& row = cx.rows[r];
@@ -138,17 +182,20 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
   }
 }
 
-// One task per (row, query head), split over the pool.
+// One task per (row, query head of this rank), split over the pool. Local
+// head h is query head q0 + h, reading kv head (q0 + h) / group of the cache
+// (which holds this rank's kv heads from kv_heads.begin).
 void attend(const Ctx& cx, RunState& st) {
   const Config& c = cx.c;
-  int q_dim = c.n_heads * c.head_dim, group = c.n_heads / c.n_kv_heads;
-  cx.pool->parallel_for(st.n * c.n_heads, [&](int begin, int end) {
+  int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
+  int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
+  cx.pool->parallel_for(st.n * heads, [&](int begin, int end) {
     std::vector<float> o_chunk(c.head_dim);  // (head_dim)
     for (int task = begin; task < end; task++) {
-      int r = task / c.n_heads, h = task % c.n_heads, n_pos = cx.rows[r].pos + 1;
+      int r = task / heads, h = task % heads, n_pos = cx.rows[r].pos + 1;
       const float* const* p = &st.kv_ptr[st.kv_at[r]];
-      ops::KvRows rows{p, p + n_pos, (h / group) * c.head_dim};
-      float* out = &st.att[(size_t)r * q_dim + (size_t)h * c.head_dim];
+      ops::KvRows rows{p, p + n_pos, ((q0 + h) / group - kv0) * c.head_dim};
+      float* out = &st.att_local[(size_t)r * q_dim + (size_t)h * c.head_dim];
       ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
                      c.head_dim, o_chunk.data());
     }
@@ -158,28 +205,34 @@ void attend(const Ctx& cx, RunState& st) {
 void attention_block(const Ctx& cx, int l, RunState& st) {
   const Config& c = cx.c;
   const LayerWeights& w = cx.model.weights.layers[l];
-  int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim, half = c.head_dim / 2;
+  const SliceLayout& s = cx.sl;
+  int q_dim = s.q_rows.size(), kv_dim = s.kv_rows.size(), half = c.head_dim / 2;  // this rank's heads
   for (int r = 0; r < st.n; r++)
     ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.attn_norm, c.dim, c.norm_eps);
   emit(cx, "blk.%d.attn_norm", l, st.xb, c.dim);
-  const ops::MatmulJob qkv[] = {{st.q.data(), w.wq, q_dim}, {st.k.data(), w.wk, kv_dim},
-                                 {st.v.data(), w.wv, kv_dim}};
+  const ops::MatmulJob qkv[] = {{st.q.data(), rows_of(w.wq, c.dim, s.q_rows), q_dim},
+                                 {st.k.data(), rows_of(w.wk, c.dim, s.kv_rows), kv_dim},
+                                 {st.v.data(), rows_of(w.wv, c.dim, s.kv_rows), kv_dim}};
   ops::matmul_jobs(qkv, st.xb.data(), st.n, c.dim, cx.pool);
-  add_bias_rows(st.q.data(), w.bq, st.n, q_dim);
-  add_bias_rows(st.k.data(), w.bk, st.n, kv_dim);
-  add_bias_rows(st.v.data(), w.bv, st.n, kv_dim);
+  add_bias_rows(st.q.data(), w.bq ? w.bq + s.q_rows.begin : nullptr, st.n, q_dim);
+  add_bias_rows(st.k.data(), w.bk ? w.bk + s.kv_rows.begin : nullptr, st.n, kv_dim);
+  add_bias_rows(st.v.data(), w.bv ? w.bv + s.kv_rows.begin : nullptr, st.n, kv_dim);
   for (int r = 0; r < st.n; r++) {
     const float *cr = &st.rope_cos[(size_t)r * half], *sr = &st.rope_sin[(size_t)r * half];
-    ops::rope_apply(&st.q[(size_t)r * q_dim], c.n_heads, c.head_dim, cr, sr);
-    ops::rope_apply(&st.k[(size_t)r * kv_dim], c.n_kv_heads, c.head_dim, cr, sr);
+    ops::rope_apply(&st.q[(size_t)r * q_dim], q_dim / c.head_dim, c.head_dim, cr, sr);
+    ops::rope_apply(&st.k[(size_t)r * kv_dim], kv_dim / c.head_dim, c.head_dim, cr, sr);
   }
   emit(cx, "blk.%d.q", l, st.q, q_dim);
   emit(cx, "blk.%d.k", l, st.k, kv_dim);
   emit(cx, "blk.%d.v", l, st.v, kv_dim);
   store_and_gather_kv(cx, l, st);
   attend(cx, st);
-  emit(cx, "blk.%d.attn_out", l, st.att, q_dim);
-  ops::matmul(st.proj.data(), st.att.data(), w.wo, st.n, q_dim, c.dim, cx.pool);
+  const int q_all = c.n_heads * c.head_dim;
+  gather_cols(cx, &SliceLayout::q_rows, st.att_local, st.n, q_all, st.att);
+  emit(cx, "blk.%d.attn_out", l, st.att, q_all);
+  ops::matmul(st.proj_local.data(), st.att.data(), rows_of(w.wo, q_all, s.dim_rows), st.n, q_all,
+              s.dim_rows.size(), cx.pool);
+  gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.attn_proj", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
 }
@@ -193,14 +246,18 @@ void ffn_block(const Ctx& cx, int l, RunState& st) {
   for (int r = 0; r < st.n; r++)
     ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.ffn_norm, c.dim, c.norm_eps);
   emit(cx, "blk.%d.ffn_norm", l, st.xb, c.dim);
-  const ops::MatmulJob gate_up[] = {{st.gate.data(), w.w_gate, c.hidden_dim},
-                                     {st.up.data(), w.w_up, c.hidden_dim}};
+  const RowRange hid = cx.sl.hidden_rows;  // this rank's rows of w_gate / w_up
+  const ops::MatmulJob gate_up[] = {{st.gate.data(), rows_of(w.w_gate, c.dim, hid), hid.size()},
+                                     {st.up.data(), rows_of(w.w_up, c.dim, hid), hid.size()}};
   ops::matmul_jobs(gate_up, st.xb.data(), st.n, c.dim, cx.pool);
-  emit(cx, "blk.%d.ffn_gate", l, st.gate, c.hidden_dim);
-  emit(cx, "blk.%d.ffn_up", l, st.up, c.hidden_dim);
-  ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * c.hidden_dim);
-  emit(cx, "blk.%d.ffn_act", l, st.gate, c.hidden_dim);
-  ops::matmul(st.proj.data(), st.gate.data(), w.w_down, st.n, c.hidden_dim, c.dim, cx.pool);
+  emit(cx, "blk.%d.ffn_gate", l, st.gate, hid.size());  // (traced with one rank only)
+  emit(cx, "blk.%d.ffn_up", l, st.up, hid.size());
+  ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * hid.size());
+  gather_cols(cx, &SliceLayout::hidden_rows, st.gate, st.n, c.hidden_dim, st.act);
+  emit(cx, "blk.%d.ffn_act", l, st.act, c.hidden_dim);
+  ops::matmul(st.proj_local.data(), st.act.data(), rows_of(w.w_down, c.hidden_dim, cx.sl.dim_rows), st.n,
+              c.hidden_dim, cx.sl.dim_rows.size(), cx.pool);
+  gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.ffn_out", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
   emit(cx, "blk.%d.resid", l, st.x, c.dim);
@@ -209,6 +266,20 @@ void ffn_block(const Ctx& cx, int l, RunState& st) {
 // ============================================================================
 // Final norm + LM head on the rows [first, n) that return logits
 // ============================================================================
+// The planted TP_RANK_SUM_ORDER fault's matmul: each output a plain left-to-right
+// sum (not the canonical 16-lane order). out (T, N), x (T, K), w (N, K).
+void sequential_rows(float* out, const float* x, const WeightMatrix& w, int T, int K, int N) {
+  std::vector<float> row(K);  // (K) one dequantized row
+  for (int i = 0; i < N; i++) {
+    dequantize_row(w.type, w.data + (int64_t)i * dtype_row_bytes(w.type, K), K, row.data());
+    for (int t = 0; t < T; t++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++) acc += row[k] * x[(size_t)t * K + k];
+      out[(size_t)t * N + i] = acc;
+    }
+  }
+}
+
 std::vector<float> head(Ctx& cx, RunState& st, int first) {
   const Config& c = cx.c;
   int n_out = st.n - first;
@@ -216,8 +287,14 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   for (int r = 0; r < n_out; r++)
     ops::rmsnorm(&xn[(size_t)r * c.dim], &st.x[(size_t)(first + r) * c.dim], cx.model.weights.final_norm,
                  c.dim, c.norm_eps);
+  const RowRange vr = cx.sl.vocab_rows;  // this rank's rows of the classifier
+  std::vector<float> local((size_t)n_out * vr.size());      // (n_out, local vocab_size)
+  const WeightMatrix cls = rows_of(cx.model.weights.classifier, c.dim, vr);
+  ops::matmul(local.data(), xn.data(), cls, n_out, c.dim, vr.size(), cx.pool);
+  if (fault::active(fault::Fault::TP_RANK_SUM_ORDER) && n_ranks(cx) > 1 && cx.split->rank == n_ranks(cx) - 1)
+    sequential_rows(local.data(), xn.data(), cls, n_out, c.dim, vr.size());  // FAULT: one rank sums left to right
   std::vector<float> logits((size_t)n_out * c.vocab_size);  // (n_out, vocab_size)
-  ops::matmul(logits.data(), xn.data(), cx.model.weights.classifier, n_out, c.dim, c.vocab_size, cx.pool);
+  gather_cols(cx, &SliceLayout::vocab_rows, local, n_out, c.vocab_size, logits);
   cx.rows.erase(cx.rows.begin(), cx.rows.begin() + first);  // trace only the returned rows
   emit(cx, "output_norm", 0, xn, c.dim);
   emit(cx, "logits", 0, logits, c.vocab_size);
@@ -275,20 +352,34 @@ void validate_and_append(Ctx& cx) {
   }
 }
 
+// Every rank's slices; a split needs a trace-free, float KV cache of this rank's heads.
+void check_split(Ctx& cx) {
+  const int ranks = n_ranks(cx), rank = cx.split ? cx.split->rank : 0;
+  require_input(ranks >= 1 && rank >= 0 && rank < ranks, "forward", "tp", "rank outside [0, ranks)");
+  for (int r = 0; r < ranks; r++) cx.layouts.push_back(slice_layout(cx.c, r, ranks));
+  cx.sl = cx.layouts[rank];
+  if (ranks == 1) return;
+  require_input(cx.split->all_gather != nullptr, "forward", "tp", "a tensor split needs an all_gather");
+  require_input(cx.trace == nullptr, "forward", "tp", "tracing is one-rank only (oracle diff runs without --tp)");
+  require_input(!cx.kv.options().int8, "forward", "tp",
+                "the int8 KV-cache mode scales whole rows: not available with --tp");
+}
+
 std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,
                             bool all_logits, const ForwardOptions& opt) {
   require_input(!rows.empty(), "forward", "tokens", "no tokens to run");
   std::unique_ptr<ThreadPool> own_pool;
   ThreadPool* pool = opt.pool;
   if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();
-  Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows)};
+  Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows), opt.split, {}, {}};
+  check_split(cx);
   admit_activations(cx, all_logits);
   validate_and_append(cx);
   std::vector<std::pair<int, int>> appended;  // (seq, length before): undone when a check fails
   for (const Row& row : cx.rows) appended.push_back({row.seq, row.pos});
   try {
     RunState st;
-    alloc_state(cx.c, (int)cx.rows.size(), st);
+    alloc_state(cx, (int)cx.rows.size(), st);
     embed(cx, st);
     rope_rows(cx, st);
     for (int l = 0; l < cx.c.n_layers; l++) {

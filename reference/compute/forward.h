@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "reference/compute/kv_cache.h"
+#include "reference/compute/tensor_split.h"
 #include "reference/model/model.h"
 #include "reference/base/thread_pool.h"
 
@@ -34,6 +35,10 @@ struct ForwardOptions {
   // Persistent pool owned by the caller (e.g. a serving context); when null and
   // threads > 1, forward() makes a pool of `threads` threads for the call.
   ThreadPool* pool = nullptr;
+  // Tensor parallelism (tensor_split.h): this rank's slices, all-gathered
+  // through split->all_gather; the KV cache must be built with
+  // kv_slice_config(). Null: one rank. Changes no bit of the logits.
+  const TensorSplit* split = nullptr;
 };
 
 // Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,

@@ -133,11 +133,12 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   ko.max_seqs = 1;
   if (ko.reserve_tokens <= 0)  // size the cache by the request, not the context
     ko.reserve_tokens = (int)std::min<long>(model.config.seq_len, (long)req.prompt().size() + options.max_tokens);
-  KvCache kv(model.config, ko);
+  KvCache kv(kv_slice_config(model.config, options.split), ko);  // this rank's kv heads (all with one rank)
   ThreadPool pool(std::max(1, options.threads));  // one pool for every step of the request
   ForwardOptions fo;
   fo.threads = options.threads;
   fo.pool = &pool;
+  fo.split = options.split;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
   const auto t1 = std::chrono::steady_clock::now();
@@ -154,6 +155,8 @@ std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer
                                              const std::vector<std::string>& prompts,
                                              const std::vector<GenerateOptions>& options) {
   require_input(prompts.size() == options.size(), "options", "options", "one GenerateOptions per prompt");
+  for (const GenerateOptions& o : options)
+    require_input(o.split == nullptr, "options", "split", "tensor parallelism is generate()'s only (one request)");
   const int n = (int)prompts.size(), vocab = model.config.vocab_size;
   std::vector<Request> reqs;
   for (int i = 0; i < n; i++) reqs.emplace_back(model, tokenizer, prompts[i], options[i]);

@@ -16,6 +16,7 @@
 #include "reference/sampling/logprobs.h"
 #include "reference/model/model.h"
 #include "reference/compute/kv_cache.h"
+#include "reference/compute/tensor_split.h"
 #include "reference/sampling/sampler.h"
 #include "reference/tokenizer/tokenizer.h"
 
@@ -35,6 +36,7 @@ struct GenerateOptions {
   int prefill_chunk = 0;                   // > 0: prefill in chunks of this many tokens (changes no bit)
   int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)
   KvCacheOptions kv;                       // contiguous (default) or paged; changes no bit
+  const TensorSplit* split = nullptr;      // tensor parallelism (generate() only; forward.h): changes no bit
   std::function<void(const std::string&)> on_text;  // streamed text, in order
 };
 

@@ -458,10 +458,19 @@ static json verify_one(const fs::path& file, const json& r, int line, const Load
           {"reproduce", r["run_command"]}};
 }
 
+// VmRSS of this process (/proc/self/status), 0 where there is none.
+static int64_t resident_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+  return 0;
+}
+
 // Records `first`.. of this file that are this worker's (item i: shard.mine(i)); outcomes in `out`.
 static void verify_file(const fs::path& file, const std::vector<json>& records, const std::vector<int>& lines,
                         const VerifyOptions& o, size_t first, const Shard& shard, std::vector<json>& out,
-                        Progress& progress) {
+                        Progress& progress, int64_t* loaded_rss = nullptr) {
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const fs::path shared = shared_dir(o.shared, dir);
   std::map<std::string, LoadedModel> cache;  // base + model + tokenizer -> loaded
@@ -475,6 +484,7 @@ static void verify_file(const fs::path& file, const std::vector<json>& records, 
       if (o.split && cache.at(key).model.file) cache.at(key).model.file->drop_resident();  // keep only the rows read
     }
     out.push_back({{"index", first + i}, {"result", verify_one(file, r, lines[i], cache.at(key), o)}});
+    if (loaded_rss) *loaded_rss = std::max(*loaded_rss, resident_bytes());  // models still mapped
     progress.update((int64_t)out.size());
   }
 }
@@ -546,15 +556,6 @@ int finish_golden_verify_job(const json& job, const std::vector<json>& results, 
   return kExitOk;
 }
 
-// VmRSS of this process (/proc/self/status), 0 where there is none.
-static int64_t resident_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
-  return 0;
-}
-
 // --tp N: every record on N tensor-parallel ranks — the MPI world when mpirun
 // started N ranks, else N threads of this process (docs/scale.md). Rank 0 reports.
 static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& files,
@@ -574,10 +575,11 @@ static int run_verify_tp(const VerifyOptions& o, const std::vector<fs::path>& fi
     mine.split = &split;
     std::vector<json> out;
     Progress progress("golden verify", total, comm.root() && !o.quiet && !o.json);
+    int64_t loaded_rss = 0;  // the largest VmRSS after a record, its model still loaded
     for (size_t i = 0, first = 0; i < files.size(); first += records[i].size(), i++)
-      verify_file(files[i], records[i], lines[i], mine, first, Shard{}, out, progress);
+      verify_file(files[i], records[i], lines[i], mine, first, Shard{}, out, progress, &loaded_rss);
     progress.finish();
-    const json stats{{"rank", comm.rank()}, {"rss_bytes", resident_bytes()},
+    const json stats{{"rank", comm.rank()}, {"rss_bytes", loaded_rss},
                      {"all_gathers", comm.stats().all_gathers}, {"bytes_received", comm.stats().bytes_received}};
     const std::vector<std::string> all = comm.gather(stats.dump());
     if (comm.root()) {

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "distributed/tensor_parallel.h"
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
 #include "numerics/numerics.h"
@@ -34,6 +37,7 @@ struct BenchOptions {
   DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
+  int tp = 1;                         // --tp N: tensor-parallel ranks (mpirun -np N)
 };
 
 struct BenchTimes {
@@ -54,11 +58,12 @@ static int greedy(const std::vector<float>& logits) {
 }
 
 static BenchTimes time_generation(const Model& m, KvCache& kv, const BenchOptions& o,
-                                  ThreadPool& pool) {
+                                  ThreadPool& pool, const TensorSplit* split) {
   kv.truncate(0, 0);  // every repetition starts from an empty cache
   ForwardOptions fo;
   fo.threads = o.model.threads;
   fo.pool = &pool;
+  fo.split = split;  // null: one rank
   const std::vector<int> prompt = bench_prompt(m.config, o.prompt_tokens);
   BenchTimes t;
   Stopwatch prefill;
@@ -253,6 +258,31 @@ static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOp
   return kExitOk;
 }
 
+// --tp N: this process is one of the N ranks of `mpirun -np N`; it keeps only
+// the mapped pages of its rows (the load touched every block once).
+static std::unique_ptr<dist::Communicator> tp_world(const BenchOptions& o, const Model& m) {
+  if (o.tp == 1) return nullptr;
+  require_input(o.backend == "reference", o.backend, "--tp", "tensor parallelism runs on the reference backend");
+  require_input(!speculative_enabled(o.spec), "--tp", "tp", "a speculative bench runs on one rank");
+  std::unique_ptr<dist::Communicator> world = dist::world();
+  require_input(world->size() == o.tp, "--tp", "tp",
+                "--tp " + std::to_string(o.tp) + " measures that many MPI ranks: run it as mpirun -np " +
+                    std::to_string(o.tp) + " (this process has " + std::to_string(world->size()) + ")");
+  if (m.file) m.file->drop_resident();
+  return world;
+}
+
+// Every rank's memory and traffic (rank order), gathered to rank 0.
+static nlohmann::json tp_ranks_json(dist::Communicator& comm, const KvCache& kv) {
+  const ProcessMemory mem = read_process_memory();
+  const nlohmann::json mine{{"rank", comm.rank()}, {"rss_bytes", mem.rss}, {"rss_file_backed", mem.rss_file},
+                            {"rss_anon", mem.rss_anon}, {"kv_bytes_allocated", kv.memory_report().bytes_allocated},
+                            {"all_gathers", comm.stats().all_gathers}, {"bytes_received", comm.stats().bytes_received}};
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& s : comm.gather(mine.dump())) all.push_back(nlohmann::json::parse(s));
+  return all;
+}
+
 int run_bench(BenchOptions o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
@@ -263,26 +293,37 @@ int run_bench(BenchOptions o) {
                 std::to_string(positions) + " positions do not fit a context of " +
                     std::to_string(m.config.seq_len) + " (use --context or fewer tokens)");
   require_input(o.output == "md" || o.output == "json", o.output, "--output", "want md or json");
+  const std::unique_ptr<dist::Communicator> world = tp_world(o, m);
+  std::optional<TensorSplit> split;  // this rank's slices under --tp
+  if (world) split = dist::tensor_split(*world);
+  const TensorSplit* sp = split ? &*split : nullptr;
   if (const DevicePipeline* dev = require_backend(o.backend)) return bench_device(*dev, m, o);
   const Vocab vocab = target_vocab(o);
   if (speculative_enabled(o.spec))  // a draft that does not fit is refused before anything is timed
     make_draft_source(o.spec, m, &vocab, SamplerConfig{}, o.model.threads);
   KvCacheOptions ko;
   ko.reserve_tokens = o.prompt_tokens + o.decode_tokens;  // sized by the run, never the context
-  KvCache kv(m.config, ko);
+  KvCache kv(kv_slice_config(m.config, sp), ko);  // this rank's kv heads (all with one rank)
   ThreadPool pool(o.model.threads);
   Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
   std::vector<double> pp, tg;
   BenchTimes t;
   for (int r = 0; r < o.repetitions; r++) {
-    t = time_generation(m, kv, o, pool);
+    t = time_generation(m, kv, o, pool, sp);
     pp.push_back(o.prompt_tokens / t.prefill_s);
     tg.push_back(o.decode_tokens / t.decode_s);
     progress.update(r + 1);
   }
   progress.finish();
-  const ProbeResult probe = probe_weights(m, o.probe_repeats);
+  // Under --tp the probe would map every page back in: skipped (0), memory read first.
+  const nlohmann::json ranks = world ? tp_ranks_json(*world, kv) : nlohmann::json();
+  const ProbeResult probe = world ? ProbeResult{} : probe_weights(m, o.probe_repeats);
   nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  if (world) {
+    j["tp"] = o.tp;
+    j["tp_ranks"] = ranks;
+    if (!world->root()) return kExitOk;  // rank 0 reports
+  }
   // Speeds: the mean over the repetitions (bench_json has the last one); the rest follows from them.
   j.update(stats_json(pp, tg));
   j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
@@ -318,6 +359,8 @@ Command setup_bench(CLI::App& app) {
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
+  sub->add_option("--tp", opts->tp, "Tensor-parallel ranks: run as mpirun -np N (docs/scale.md)")
+      ->check(int_in<int>(1, 4096));
   return {sub, [opts] { return run_bench(*opts); }};
 }
 

@@ -156,6 +156,22 @@ case $CASE in
         fail "--tp $n: $(head -c 600 "$WORK/t$n.json")"
     done
     ;;
+  bench_tp)  # bench --tp N: refused without mpirun; under mpirun each rank reports its KV slice and traffic
+    set +e
+    "$ORACLE" bench -m "$M" --prompt-tokens 8 --decode-tokens 4 -r 1 --tp 2 -q 2>"$WORK/e.txt"; rc=$?
+    set -e
+    [ $rc -eq 2 ] && grep -q -- "--tp" "$WORK/e.txt" || fail "bench --tp 2 without mpirun: rc $rc: $(cat "$WORK/e.txt")"
+    need_mpi
+    "$ORACLE" bench -m "$M" --prompt-tokens 8 --decode-tokens 4 -r 1 --json -q >"$WORK/b1.json"
+    "${MPIRUN[@]}" -np 3 "$ORACLE" bench -m "$M" --prompt-tokens 8 --decode-tokens 4 -r 1 --tp 3 --json -q >"$WORK/b3.json"
+    kv1=$(jq '.kv_bytes_allocated' "$WORK/b1.json")
+    jq -e --argjson kv1 "$kv1" '.tp == 3 and (.tp_ranks | length) == 3
+        and ([.tp_ranks[].rank] == [0, 1, 2])
+        and ([.tp_ranks[].kv_bytes_allocated] | add) == $kv1
+        and ([.tp_ranks[].all_gathers] | unique | length) == 1 and .tp_ranks[0].all_gathers > 0
+        and all(.tp_ranks[]; .bytes_received > 0)' "$WORK/b3.json" >/dev/null ||
+      fail "bench --tp 3: KV slices do not add up to $kv1 or no traffic: $(jq -c '.tp_ranks' "$WORK/b3.json")"
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"

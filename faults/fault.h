@@ -113,7 +113,11 @@
   X(KERNEL_MIN_P_FIRST_AS_MAX, "kernels", "sampler_filter.cu min_p",                                             \
     "the min-p threshold is taken from candidate 0 instead of the maximum", "test_sampler_emu")  \
   X(KERNEL_LOGPROB_SUM_SEQUENTIAL, "kernels", "logprobs.cu log_softmax",                                         \
-    "the log-softmax sum is one sequential sum instead of the 16-lane order", "test_sampler_emu")
+    "the log-softmax sum is one sequential sum instead of the 16-lane order", "test_sampler_emu")              \
+  X(KERNEL_Q5_HIGH_BIT_SHIFT, "kernels", "matmul.cu q5_value",                                                   \
+    "Q5_0/Q5_1 elements 16..31 take their 5th bit from the wrong qh bit", "test_kernels_emu:[matmul_stored]")    \
+  X(KERNEL_K_QUANT_SCALE_PAIR, "kernels", "matmul.cu RowStored Q4_K/Q5_K",                                       \
+    "Q4_K/Q5_K high nibbles use the low nibbles' (scale, min) pair", "test_kernels_emu:[matmul_stored]")
 
 namespace oracle::fault {
 

@@ -32,6 +32,9 @@ struct DevicePipeline {
   // (prompt in one call, then each golden id); returns how many steps' device
   // argmax equal the golden id (of min(output_ids, logits_sha256) steps).
   int (*greedy_agreement)(const Model& m, const std::vector<int>& prompt, const std::vector<int>& ids, DeviceMode mode);
+  // `tokens` fed to a fresh sequence in one call: every position's logits (n, vocab)
+  // when all_logits, else the last row (oracle certify --backend).
+  std::vector<float> (*logits)(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode);
   // Times one prefill of prompt_tokens then decode_tokens greedy steps; JSON
   // with tokens/s, the weight bytes a decode step reads and the achieved
   // bandwidth (and the GPU's peak, on the GPU).

@@ -87,6 +87,12 @@ int greedy_agreement(const Model& m, const std::vector<int>& prompt, const std::
   return agree;
 }
 
+// ---- oracle certify ---------------------------------------------------------------------------
+std::vector<float> logits(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode) {
+  optimized::Backend dev = single_sequence(m, mode);
+  return dev.forward(0, tokens, all_logits);
+}
+
 // ---- oracle diff -----------------------------------------------------------------------------
 void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& t) {
   optimized::Backend dev = single_sequence(m, mode, &t);
@@ -143,12 +149,12 @@ nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int dec
 
 #if defined(ORACLE_CUDA_EMULATION)
 const DevicePipeline& device_pipeline_emu() {
-  static const DevicePipeline p{"cuda-emu", unavailable, generate, greedy_agreement, bench, trace};
+  static const DevicePipeline p{"cuda-emu", unavailable, generate, greedy_agreement, logits, bench, trace};
   return p;
 }
 #else
 const DevicePipeline* device_pipeline_cuda() {
-  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, bench, trace};
+  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, logits, bench, trace};
   return &p;
 }
 #endif

@@ -70,6 +70,16 @@ case $CASE in
       expect_input_error "" "${opt%% *}" -- "$ORACLE" run --model "$BIN" --tokenizer "$TOK" --max-tokens 4 \
         --backend cuda-emu $opt
     done ;;
+  certify_emu_equals_reference)  # the candidate on cuda-emu: the same certificate, byte for byte
+    G="$MODELS/gguf"; need_fixture "$G/llama2xs-q8_0.gguf"
+    c=("$ORACLE" certify --reference "$G/llama2xs.gguf" --candidate "$G/llama2xs-q8_0.gguf"
+       --corpus "$SHARED/corpus/llama2xs-samples.txt" --max-chunks 1 --greedy-prompts 1 --greedy-steps 4 --no-png -q)
+    run_capture "${c[@]}" --out "$WORK/ref" --json; [ "$RC" -eq 0 ] || fail "reference exit $RC: $(cat "$WORK/err")"
+    run_capture "${c[@]}" --out "$WORK/emu" --json --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "cuda-emu exit $RC: $(cat "$WORK/err")"
+    cmp -s "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" \
+      || fail "certificates differ: $(diff "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" | head -5)"
+    expect_input_error "" "--threads" -- "${c[@]}" --out "$WORK/t" --backend cuda-emu --threads 2 ;;
   bench_emu)
     run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"

@@ -82,9 +82,10 @@ std::vector<float> chunk_logits(const Model& m, const std::vector<int>& tokens, 
 }
 
 std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const Chunk& c, int index,
-                                     bool kv_int8) {
+                                     const CertifyOptions& o) {
   std::vector<float> lr = chunk_logits(ref, c.tokens, false);
-  std::vector<float> lc = chunk_logits(cand, c.tokens, kv_int8);
+  std::vector<float> lc = o.candidate_forward ? o.candidate_forward(cand, c.tokens, true)
+                                              : chunk_logits(cand, c.tokens, o.candidate_kv_int8);
   const int v = ref.config.vocab_size;
   std::vector<TokenRecord> out;
   for (int j = c.first_scored; j + 1 < (int)c.tokens.size(); j++) {
@@ -112,10 +113,23 @@ std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& pro
   return out;
 }
 
+// The same on the candidate's own forward pass: the whole sequence again each step
+// (a fresh sequence in one call gives the incremental logits bit for bit).
+std::vector<int> greedy_continuation_with(const CertifyOptions& o, const Model& m, std::vector<int> seq, int steps) {
+  std::vector<int> out;
+  for (int s = 0; s < steps; s++) {
+    const std::vector<float> logits = o.candidate_forward(m, seq, false);
+    out.push_back(num::argmax_lowest(logits.data(), m.config.vocab_size));
+    seq.push_back(out.back());
+  }
+  return out;
+}
+
 int first_divergence(const Model& ref, const Model& cand, const std::vector<int>& prompt,
                      const CertifyOptions& o) {
   std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false);
-  std::vector<int> b = greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8);
+  std::vector<int> b = o.candidate_forward ? greedy_continuation_with(o, cand, prompt, o.greedy_steps)
+                                           : greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8);
   int i = 0;
   while (i < o.greedy_steps && a[i] == b[i]) i++;
   return i;
@@ -221,7 +235,7 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
   const int total = (int)(my_chunks.size() + my_prompts.size());
   for_each_parallel((int)my_chunks.size(), o.threads, o, 0, total, [&](int k) {
     const int i = my_chunks[k];
-    it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o.candidate_kv_int8);
+    it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o);
   });
   const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, tok.bos_id(), o);
   it.first_divergence.assign(prompts.size(), -1);  // (prompts) -1 when not this worker's

@@ -257,7 +257,8 @@ RecordReport replay_own(const LogRecord& rec, const ReplayModel& rm, const Repla
   rep.mode = "own";
   rep.n_tokens = (int)rec.output_ids.size();
   const GenerateOptions go = generate_options(rec);
-  rep.notes = compare_result(rec, generate(rm.model, rm.tokenizer, rec.prompt, go));
+  rep.notes = compare_result(rec, o.generate ? o.generate(rm.model, rm.tokenizer, rec.prompt, go)
+                                            : generate(rm.model, rm.tokenizer, rec.prompt, go));
   if (rep.notes.empty()) {
     rep.status = RecordStatus::Match;
     return rep;

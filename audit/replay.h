@@ -48,6 +48,9 @@ struct ReplayOptions {
   double logit_tolerance = 1e-3;    // borderline: logit distance to a top-k / llamacpp min-p / greedy boundary
   double logprob_tolerance = 1e-3;  // foreign logprobs: |logged - reference| in nats
   int jobs = 1;                     // records replayed in parallel (changes no output)
+  // Own records' re-run: null = the reference's generate(); a device pipeline's
+  // generate (oracle replay --backend). The divergence diagnosis stays on the reference.
+  std::function<GenerationResult(const Model&, const Tokenizer&, const std::string&, const GenerateOptions&)> generate;
 };
 
 // The reference the records are replayed on.

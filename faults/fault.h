@@ -93,7 +93,31 @@
     "the shuffle tree adds in reverse order (1, 2, 4, 8)", "test_kernels_emu")                                   \
   X(KERNEL_ATTN_MERGE_ORDER, "kernels", "attention.cu merge",                                                    \
     "attention chunk partials merged last to first (differs once a query sees 3 chunks)",                      \
-    "test_kernels_emu test_pipeline_emu")                                                                        \
+    "test_kernels_emu test_pipeline_emu")                                                                     \
+  X(KERNEL_RANK_TIES_HIGHEST, "kernels", "sampler.cu ranks_before",                                              \
+    "the device rank order breaks equal values by the highest index", "test_sampler_emu")       \
+  X(KERNEL_BIAS_SKIPS_LAST, "kernels", "sampler_edit.cu logit_bias", "the last logit-bias entry is not applied", \
+    "test_sampler_emu")                                                                          \
+  X(KERNEL_BANNED_SKIPS_LAST, "kernels", "sampler_edit.cu banned_mark",                                          \
+    "the binary search misses the largest banned id", "test_sampler_emu")                        \
+  X(KERNEL_PENALTY_WINDOW_SHORT, "kernels", "sampler_edit.cu penalty_count",                                     \
+    "the penalty window starts one token late", "test_sampler_emu")                              \
+  X(KERNEL_TEMPERATURE_RECIPROCAL, "kernels", "sampler_edit.cu temperature_rows",                                \
+    "temperature as x * (1/T): two roundings instead of one division", "test_sampler_emu")      \
+  X(KERNEL_COMPACT_DROPS_LAST, "kernels", "sampler_filter.cu compact",                                           \
+    "compaction loses the last surviving candidate", "test_sampler_emu")                         \
+  X(KERNEL_TOP_K_TIES_DROPPED, "kernels", "sampler_filter.cu top_k",                                             \
+    "hf top-k drops the logits tied with the k-th", "test_sampler_emu")                          \
+  X(KERNEL_TOP_P_KEEPS_EXTRA, "kernels", "sampler_filter.cu top_p",                                              \
+    "llamacpp top-p keeps one rank past the one that reaches p", "test_sampler_emu")             \
+  X(KERNEL_MIN_P_FIRST_AS_MAX, "kernels", "sampler_filter.cu min_p",                                             \
+    "the min-p threshold is taken from candidate 0 instead of the maximum", "test_sampler_emu")  \
+  X(KERNEL_LOGPROB_SUM_SEQUENTIAL, "kernels", "logprobs.cu log_softmax",                                         \
+    "the log-softmax sum is one sequential sum instead of the 16-lane order", "test_sampler_emu")              \
+  X(KERNEL_Q5_HIGH_BIT_SHIFT, "kernels", "matmul.cu q5_value",                                                   \
+    "Q5_0/Q5_1 elements 16..31 take their 5th bit from the wrong qh bit", "test_kernels_emu:[matmul_stored]")    \
+  X(KERNEL_K_QUANT_SCALE_PAIR, "kernels", "matmul.cu RowStored Q4_K/Q5_K",                                       \
+    "Q4_K/Q5_K high nibbles use the low nibbles' (scale, min) pair", "test_kernels_emu:[matmul_stored]") \
   X(TP_RANK_SUM_ORDER, "reference/compute", "forward head (tensor parallel)",                                     \
     "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp")
 

@@ -9,15 +9,17 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kRowsPerBlock = kThreads / kGroup;
 
-__global__ void argmax_kernel(const float* x, int* out, int n, int R) {
+// Row r: x[r * stride + k] for k < n_r (n_r = counts ? counts[r] : stride).
+__global__ void argmax_kernel(const float* x, int* out, const int* counts, int stride, int R) {
   const int lane = threadIdx.x % kGroup;
   const long long r = (long long)blockIdx.x * kRowsPerBlock + threadIdx.x / kGroup;
   const bool valid = r < R;  // invalid groups still join the shuffles
+  const int n = valid ? (counts ? counts[r] : stride) : 0;
   int best = -1;
   float m = 0.0f;
   if (valid)
     for (int k = lane; k < n; k += kGroup) {
-      float v = x[r * n + k];
+      float v = x[r * stride + k];
       if (v == v && (best < 0 || v > m)) {
         best = k;
         m = v;
@@ -38,7 +40,11 @@ __global__ void argmax_kernel(const float* x, int* out, int n, int R) {
 }  // namespace
 
 void argmax_rows(int* out, const float* x, int R, int n, cudaStream_t stream) {
-  if (R > 0) launch(group_launch(R, kRowsPerBlock, kThreads, stream), argmax_kernel, x, out, n, R);
+  if (R > 0) launch(group_launch(R, kRowsPerBlock, kThreads, stream), argmax_kernel, x, out, nullptr, n, R);
+}
+
+void argmax_rows_counted(int* out, const float* x, const int* counts, int R, int stride, cudaStream_t stream) {
+  if (R > 0) launch(group_launch(R, kRowsPerBlock, kThreads, stream), argmax_kernel, x, out, counts, stride, R);
 }
 
 }  // namespace oracle::kernels

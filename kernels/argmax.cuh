@@ -19,4 +19,9 @@ namespace oracle::kernels {
 
 void argmax_rows(int* out, const float* x, int R, int n, cudaStream_t stream = nullptr);
 
+// The same over the first counts[r] entries of row r of x (R, stride): the
+// greedy selector over the surviving candidates (an index into them, not an id).
+void argmax_rows_counted(int* out, const float* x, const int* counts, int R, int stride,
+                         cudaStream_t stream = nullptr);
+
 }  // namespace oracle::kernels

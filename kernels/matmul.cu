@@ -1,6 +1,7 @@
 // MatMul / GEMV, deterministic version 1 — see kernels/matmul.cuh.
 #include "kernels/matmul.cuh"
 
+#include "faults/fault.h"
 #include "kernels/lane_group.cuh"
 #include "numerics/spec.h"
 
@@ -45,6 +46,103 @@ struct RowQ4_0 {
   }
 };
 
+// ---- the other stored types (matmul.cuh "Stored types") -------------------------
+__device__ __forceinline__ uint32_t u32_at(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+// Element j < 32 of a Q5_0 / Q5_1 block: 4 low bits in qs, the 5th in bit j (j < 16) or
+// bit j - 16 + 16 (j >= 16) of qh (little-endian u32).
+__device__ __forceinline__ int q5_value(const uint8_t* qs, uint32_t qh, int j) {
+  if (j < 16) return (qs[j] & 0x0F) | (int)(((qh >> j) << 4) & 0x10);
+  const int jj = j - 16;
+  const int shift = oracle::fault::active(oracle::fault::Fault::KERNEL_Q5_HIGH_BIT_SHIFT) ? jj + 11 : jj + 12;  // FAULT
+  return (qs[jj] >> 4) | (int)((qh >> shift) & 0x10);
+}
+
+// ggml get_scale_min_k4: the j-th (scale, min) pair of Q4_K / Q5_K.
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+struct RowStored {
+  const uint8_t* W;
+  StoredType type;
+  int K;
+  __device__ float at(long long i, int k) const {
+    using namespace oracle::num;
+    const int be = stored_block_elems(type), bb = stored_block_bytes(type);
+    const uint8_t* b = W + i * (long long)(K / be) * bb + (long long)(k / be) * bb;
+    const int j = k % be;
+    switch (type) {
+      case StoredType::F16: return fp16_at(b);
+      case StoredType::BF16: return bf16_to_f32((uint16_t)(b[0] | (b[1] << 8)));
+      case StoredType::Q4_1: {
+        const int q = j < 16 ? b[4 + j] & 0x0F : b[4 + j - 16] >> 4;
+        return add_rn(mul_rn((float)q, fp16_at(b)), fp16_at(b + 2));
+      }
+      case StoredType::Q5_0: return mul_rn((float)(q5_value(b + 6, u32_at(b + 2), j) - 16), fp16_at(b));
+      case StoredType::Q5_1:
+        return add_rn(mul_rn((float)q5_value(b + 8, u32_at(b + 4), j), fp16_at(b)), fp16_at(b + 2));
+      case StoredType::Q8_1: return mul_rn((float)(int8_t)b[4 + j], fp16_at(b));
+      default: return k_quant(b, j);
+    }
+  }
+  // Element j < 256 of a k-quant super-block, in ggml's dequantize_row_* order of operations.
+  __device__ float k_quant(const uint8_t* b, int j) const {
+    using namespace oracle::num;
+    switch (type) {
+      case StoredType::Q2_K: {  // scales[16] qs[64] d dmin
+        const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, half = l / 16;
+        const uint8_t sc = b[n * 8 + s * 2 + half];
+        const float dl = mul_rn(fp16_at(b + 80), (float)(sc & 0xF)), ml = mul_rn(fp16_at(b + 82), (float)(sc >> 4));
+        return sub_rn(mul_rn(dl, (float)((b[16 + 32 * n + l] >> (2 * s)) & 3)), ml);
+      }
+      case StoredType::Q3_K: {  // hmask[32] qs[64] scales[12] d
+        const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, is = n * 8 + s * 2 + l / 16;
+        const uint8_t* packed = b + 96;
+        const int low = is < 8 ? packed[is] & 0xF : packed[is - 8] >> 4;
+        const int high = (packed[8 + is % 4] >> (2 * (is / 4))) & 3;
+        const float dl = mul_rn(fp16_at(b + 108), (float)((low | (high << 4)) - 32));
+        const int v = ((b[32 + 32 * n + l] >> (2 * s)) & 3) - ((b[l] & (1 << (n * 4 + s))) ? 0 : 4);
+        return mul_rn(dl, (float)v);
+      }
+      case StoredType::Q4_K:
+      case StoredType::Q5_K: {  // d dmin scales[12] (qh[32]) qs[128]
+        const bool five = type == StoredType::Q5_K;
+        const int g = j / 64, r = j % 64, hi = r >= 32, l = r % 32;
+        int sc, m;
+        const bool swap = oracle::fault::active(oracle::fault::Fault::KERNEL_K_QUANT_SCALE_PAIR);  // FAULT
+        scale_min_k4(2 * g + (swap ? 0 : hi), b + 4, &sc, &m);
+        const float d1 = mul_rn(fp16_at(b), (float)sc), m1 = mul_rn(fp16_at(b + 2), (float)m);
+        const uint8_t* qs = b + (five ? 48 : 16) + 32 * g;
+        int q = hi ? qs[l] >> 4 : qs[l] & 0xF;
+        if (five) q += (b[16 + l] & ((hi ? 2 : 1) << (2 * g))) ? 16 : 0;
+        return sub_rn(mul_rn(d1, (float)q), m1);
+      }
+      case StoredType::Q6_K: {  // ql[128] qh[64] scales[16] d
+        const int n = j / 128, r = j % 128, quarter = r / 32, l = r % 32, is = l / 16;
+        const uint8_t* ql = b + 64 * n;
+        const uint8_t qh = b[128 + 32 * n + l];
+        const int low = quarter == 0 ? ql[l] & 0xF : quarter == 1 ? ql[l + 32] & 0xF : quarter == 2 ? ql[l] >> 4
+                                                                                                    : ql[l + 32] >> 4;
+        const int q = (low | (((qh >> (2 * quarter)) & 3) << 4)) - 32;
+        const float sc = (float)(int8_t)b[192 + 8 * n + is + 2 * quarter];
+        return mul_rn(mul_rn(fp16_at(b + 208), sc), (float)q);
+      }
+      default: {  // Q8_K: float d, int8 qs[256]
+        return mul_rn(f32_from_bits(u32_at(b)), (float)(int8_t)b[4 + j]);
+      }
+    }
+  }
+};
+
 // ---- kernel: 16 lanes per (row, token) pair ------------------------------------
 template <typename Row>
 __global__ void matmul_kernel(Row W, const float* x, float* out, int N, int K, int T) {
@@ -85,6 +183,13 @@ void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int
 void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N, cudaStream_t stream) {
   require_k32(K, "matmul_q4_0");
   launch_matmul(out, x, RowQ4_0{W, K}, T, K, N, stream);
+}
+
+void matmul_stored(float* out, const float* x, const uint8_t* W, StoredType type, int T, int K, int N,
+                   cudaStream_t stream) {
+  if (K % stored_block_elems(type) != 0)
+    throw std::invalid_argument("matmul_stored: K must be a multiple of the type's block");
+  launch_matmul(out, x, RowStored{W, type, K}, T, K, N, stream);
 }
 
 }  // namespace oracle::kernels

@@ -13,6 +13,19 @@
 //            Quantized rows are dequantized exactly as ggml (and the loader)
 //            do, then reduced with the same canonical dot: the result equals
 //            dot_canonical(dequantized row, x, K) bit for bit.
+// Stored types (matmul_stored): element k of row i is dequantized exactly as
+//            reference/model/quant.cpp dequantize_row (ggml's dequantize_row_*)
+//            computes it, each C expression as its mul_rn/add_rn/sub_rn sequence
+//            left to right (no FMA):
+//            F16 / BF16: fp16_to_f32 / bf16_to_f32 of the element;
+//            Q4_1 {d, m, qs[16]}: q*d + m;  Q5_0 {d, qh[4], qs[16]}: (q - 16)*d;
+//            Q5_1 {d, m, qh[4], qs[16]}: q*d + m (q5: 4 bits of qs, the 5th from qh);
+//            Q8_1 {d, s, qs[32]}: q*d;  Q2_K: (d*(sc & 15))*q - dmin*(sc >> 4);
+//            Q3_K: (d*(scale6 - 32))*(q2 - (hmask ? 0 : 4));  Q4_K / Q5_K:
+//            (d*sc)*q - dmin*m with get_scale_min_k4 pairs; Q6_K: (d*sc)*(q6 - 32);
+//            Q8_K: d*q (float32 d). 32-element blocks; k-quants 256-element super-blocks.
+//            K must be a multiple of the block. The dot is the same canonical one,
+//            so out equals ops::matmul over the dequantized rows bit for bit.
 // Thread mapping: 16 consecutive threads per (row, token) pair, thread = lane
 //            l = k mod 16; 256 threads per block = 16 pairs; pair p = row-major
 //            over (t, i): i = p mod N, t = p / N.
@@ -25,6 +38,7 @@
 #include <cstdint>
 
 #include "kernels/launch.h"
+#include "numerics/numerics.h"
 
 namespace oracle::kernels {
 
@@ -35,5 +49,31 @@ void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int
                  cudaStream_t stream = nullptr);
 void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N,
                  cudaStream_t stream = nullptr);
+
+// The stored types beyond F32 / Q8_0 / Q4_0 (the kernels' own names for them: the
+// kernels layer includes no reference header; optimized/ maps DType onto these).
+enum class StoredType { F16, BF16, Q4_1, Q5_0, Q5_1, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K };
+// Elements and bytes per block (ggml's block sizes).
+ORACLE_HD int stored_block_elems(StoredType t) {
+  return t == StoredType::F16 || t == StoredType::BF16 ? 1 : (int)t >= (int)StoredType::Q2_K ? 256 : 32;
+}
+ORACLE_HD int stored_block_bytes(StoredType t) {
+  switch (t) {
+    case StoredType::F16: case StoredType::BF16: return 2;
+    case StoredType::Q4_1: return 20;
+    case StoredType::Q5_0: return 22;
+    case StoredType::Q5_1: return 24;
+    case StoredType::Q8_1: return 36;
+    case StoredType::Q2_K: return 84;
+    case StoredType::Q3_K: return 110;
+    case StoredType::Q4_K: return 144;
+    case StoredType::Q5_K: return 176;
+    case StoredType::Q6_K: return 210;
+    default: return 292;  // Q8_K
+  }
+}
+// W: N rows of K / stored_block_elems(type) blocks as the file stores them.
+void matmul_stored(float* out, const float* x, const uint8_t* W, StoredType type, int T, int K, int N,
+                   cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

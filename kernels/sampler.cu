@@ -2,6 +2,7 @@
 #include "kernels/sampler.cuh"
 
 #include "kernels/argmax.cuh"
+#include "faults/fault.h"
 #include "kernels/softmax.cuh"
 #include "numerics/numerics.h"
 #include "numerics/philox.h"
@@ -30,13 +31,16 @@ __device__ __forceinline__ bool ranks_before(const float* p, int n, int a, int b
   const bool na = xa != xa, nb = xb != xb;
   if (na != nb) return nb;
   if (!na && xa != xb) return xa > xb;
+  if (oracle::fault::active(oracle::fault::Fault::KERNEL_RANK_TIES_HIGHEST)) return a > b;  // FAULT: ties to the highest index
   return a < b;
 }
 
-// One block per row: bitonic sort of ids 0..n_pad-1 into rank order.
-__global__ void sort_by_prob_kernel(const float* probs, int n, int n_pad, int* order) {
-  const float* p = probs + (long long)blockIdx.x * n;
+// One block per row: bitonic sort of indices 0..n_pad-1 into rank order; row r
+// ranks its first n_r = counts ? counts[r] : n values (the rest is padding).
+__global__ void sort_by_value_kernel(const float* values, const int* counts, int n, int n_pad, int* order) {
+  const float* p = values + (long long)blockIdx.x * n;
   int* idx = order + (long long)blockIdx.x * n_pad;
+  const int n_row = counts ? counts[blockIdx.x] : n;
   for (int i = threadIdx.x; i < n_pad; i += blockDim.x) idx[i] = i;
   __syncthreads();
   for (int k = 2; k <= n_pad; k *= 2)
@@ -46,7 +50,7 @@ __global__ void sort_by_prob_kernel(const float* probs, int n, int n_pad, int* o
         if (o <= i) continue;
         const int a = idx[i], b = idx[o];
         const bool ascending = (i & k) == 0;
-        if (ascending ? ranks_before(p, n, b, a) : ranks_before(p, n, a, b)) {
+        if (ascending ? ranks_before(p, n_row, b, a) : ranks_before(p, n_row, a, b)) {
           idx[i] = b;
           idx[o] = a;
         }
@@ -62,13 +66,15 @@ __global__ void uniform_kernel(uint64_t seed, const int* seq, const int* pos, ui
   if (r < R) u[r] = oracle::rng::philox_uniform(seed, (uint32_t)seq[r], (uint32_t)pos[r], 0, purpose);
 }
 
-// One thread per row: the inverse-CDF scan in rank order.
-__global__ void draw_kernel(const float* probs, int n, int n_pad, const int* order, int R, const float* u,
-                            int* out) {
+// One thread per row: the inverse-CDF scan in rank order over the row's first
+// n_r = counts ? counts[r] : n entries.
+__global__ void draw_kernel(const float* probs, const int* counts, int stride, int n_pad, const int* order, int R,
+                            const float* u, int* out) {
   using namespace oracle::num;
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
-  const float* p = probs + r * n;
+  const int n = counts ? counts[r] : stride;
+  const float* p = probs + r * stride;
   const int* idx = order + r * n_pad;
   float total = 0.0f;
   for (int i = 0; i < n; i++) total = add_rn(total, p[idx[i]]);
@@ -98,14 +104,26 @@ LaunchConfig config(unsigned grid, unsigned block, bool sync, cudaStream_t strea
 int rank_order_stride(int n) { return pow2_at_least(n); }
 
 void rank_sort_rows(int* order, const float* probs, int R, int n, cudaStream_t stream) {
-  if (R > 0) launch(config(R, kThreads, true, stream), sort_by_prob_kernel, probs, n, pow2_at_least(n), order);
+  rank_sort_rows_counted(order, probs, nullptr, R, n, stream);
+}
+
+void rank_sort_rows_counted(int* order, const float* values, const int* counts, int R, int stride,
+                            cudaStream_t stream) {
+  if (R > 0)
+    launch(config(R, kThreads, true, stream), sort_by_value_kernel, values, counts, stride, pow2_at_least(stride),
+           order);
 }
 
 void draw_rows(int* out, const float* probs, const int* order, const float* u, int R, int n,
                cudaStream_t stream) {
+  draw_rows_counted(out, probs, nullptr, order, u, R, n, stream);
+}
+
+void draw_rows_counted(int* out, const float* probs, const int* counts, const int* order, const float* u, int R,
+                       int stride, cudaStream_t stream) {
   if (R > 0)
-    launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, probs, n, pow2_at_least(n),
-           order, R, u, out);
+    launch(config(blocks_for(R, kThreads), kThreads, false, stream), draw_kernel, probs, counts, stride,
+           pow2_at_least(stride), order, R, u, out);
 }
 
 void philox_uniforms(float* u, const int* seq, const int* pos, int R, uint64_t seed, uint32_t purpose,

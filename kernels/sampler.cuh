@@ -1,8 +1,11 @@
 #pragma once
 // ============================================================================
 // Sampler on the device, version 1: temperature, then the Philox inverse-CDF
-// draw (docs/sampling.md "Selection"); greedy when temperature <= 0. The
-// other processors (penalties, bias, top-k/p, min-p) are not on the device yet.
+// draw (docs/sampling.md "Selection"); greedy when temperature <= 0. This is
+// the whole-vocabulary fast path; the full chain (penalties, bias, bans,
+// top-k/p, min-p over compacted candidates) is kernels/sampler_filter.cuh and
+// kernels/sampler_edit.cuh, run by optimized::DeviceSampler. The rank sort and
+// the draw below also take per-row candidate counts for that chain.
 //
 // Formula (per row r, n candidates = the whole vocabulary, id order):
 //   temperature > 0: logit_k = div_rn(logit_k, T); p = softmax_canonical(logit);
@@ -44,6 +47,15 @@ void rank_sort_rows(int* order, const float* probs, int R, int n, cudaStream_t s
 // out[r] = inverse-CDF pick of row r with uniform u[r] (rule above; -1 if no p > 0).
 void draw_rows(int* out, const float* probs, const int* order, const float* u, int R, int n,
                cudaStream_t stream = nullptr);
+// The same over the first counts[r] of `stride` values per row (values (R, stride),
+// order (R, rank_order_stride(stride))): sorts by any value array (logits or
+// probs) with the same total order (value desc, NaN last, index asc); for the
+// chain's candidates, kept in id order, index asc is id asc.
+void rank_sort_rows_counted(int* order, const float* values, const int* counts, int R, int stride,
+                            cudaStream_t stream = nullptr);
+// The draw over the first counts[r] candidates; out[r] is an index into the row.
+void draw_rows_counted(int* out, const float* probs, const int* counts, const int* order, const float* u, int R,
+                       int stride, cudaStream_t stream = nullptr);
 // u[r] = philox_uniform(seed, seq[r], pos[r], 0, purpose).
 void philox_uniforms(float* u, const int* seq, const int* pos, int R, uint64_t seed, uint32_t purpose,
                      cudaStream_t stream = nullptr);

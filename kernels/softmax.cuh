@@ -23,4 +23,11 @@ namespace oracle::kernels {
 
 void softmax_rows(float* x, float* row_sum, int R, int n, cudaStream_t stream = nullptr);
 
+// The same formula over the first counts[r] entries of row r of x (R, stride),
+// written to out (R, stride) (the sampler's compute_probs over the surviving
+// candidates, which stay in id order: kernels/sampler_filter.cuh). Entries past
+// counts[r] are neither read nor written; counts[r] == 0 writes nothing.
+void softmax_rows_counted(float* out, const float* x, const int* counts, int R, int stride,
+                          cudaStream_t stream = nullptr);
+
 }  // namespace oracle::kernels

@@ -44,6 +44,7 @@ Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const Ba
 void Backend::matmul(float* out, const float* x, const DeviceMatrix& W, int T, int K, int N) {
   if (W.type == DType::Q8_0) k::matmul_q8_0(out, x, W.quant.get(), T, K, N);
   else if (W.type == DType::Q4_0) k::matmul_q4_0(out, x, W.quant.get(), T, K, N);
+  else if (W.type != DType::F32) k::matmul_stored(out, x, W.quant.get(), W.stored, T, K, N);
   else if (fast_gemm_) fast_gemm_->run(out, x, W.f32.get(), T, K, N, options_.precision);
   else k::matmul_f32(out, x, W.f32.get(), T, K, N);
 }

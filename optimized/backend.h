@@ -58,6 +58,10 @@ class Backend {
   std::vector<float> forward_batch(std::span<const int> seqs, std::span<const int> tokens);
   // Greedy ids (argmax_lowest, on the device) of the logits rows the last call returned.
   std::vector<int> argmax_last();
+  // The logits rows the last call returned, still on the device: (rows, vocab_size)
+  // starting at row 0 of the scratch (valid until the next call). For DeviceSampler.
+  const float* logits_device() const { return s_.logits.get(); }
+  int logits_rows() const { return last_rows_; }
 
   DeviceKv& kv() { return kv_; }
   const DeviceModel& model() const { return model_; }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/matmul.cuh"
 #include "optimized/device_buffer.h"
 #include "reference/model/model.h"
 
@@ -23,7 +24,8 @@ namespace oracle::optimized {
 struct DeviceMatrix {
   DType type = DType::F32;
   DeviceBuffer<float> f32;      // (N, K) when type == F32
-  DeviceBuffer<uint8_t> quant;  // (N, K / 32 blocks) when type is Q8_0 / Q4_0
+  DeviceBuffer<uint8_t> quant;  // the file's rows of blocks for any other type
+  kernels::StoredType stored = kernels::StoredType::F16;  // the kernel's name of `type` (not Q8_0/Q4_0/F32)
 };
 
 struct DeviceLayer {
@@ -40,7 +42,7 @@ struct DeviceLayer {
 };
 
 struct DeviceModelOptions {
-  bool keep_quantized = false;  // upload Q8_0/Q4_0 tensors as blocks (see DeviceMatrix)
+  bool keep_quantized = false;  // upload every non-F32 stored type as the file's blocks (see DeviceMatrix)
 };
 
 class DeviceModel {

@@ -4,13 +4,22 @@
 # benchmarks a llama3-8b-shaped synthetic model in both modes. Every step's
 # outcome is recorded and the script continues; results go to
 # docs/gpu-results/ (summary.json + one file per step). Budget: < 10 minutes.
-# Usage: scripts/gpu-check.sh   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR)
+# Usage: scripts/gpu-check.sh [--dry-run]   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR,
+#        GPU_CHECK_OUT: where the dry run writes its summary, default a new temp folder)
+# --dry-run (CI, no GPU needed; ctest gpu_check_dry_run): runs nothing; prints each
+# step it would run, checks that the tools (cmake, ninja, timeout, git; nvidia-smi
+# and nvcc are only reported) and every model / transcript it reads exist, and
+# writes a summary JSON with "dry_run": true to a temp folder, never docs/.
+# Exit 1 when a needed tool or file is missing.
 set -u
 cd "$(dirname "$0")/.."
+dry=0
+[ "${1:-}" = --dry-run ] && dry=1
 shared=${ORACLE_SHARED_DIR:-$PWD/../shared}
 build=${GPU_BUILD_DIR:-build-gpu}
 bench_dir=${GPU_BENCH_DIR:-/tmp/oracle-gpu-bench}
 out=docs/gpu-results
+[ "$dry" = 1 ] && out=${GPU_CHECK_OUT:-$(mktemp -d /tmp/gpu-check-dry.XXXXXX)}
 mkdir -p "$out" "$bench_dir"
 export ORACLE_SHARED_DIR=$shared
 started=$(date +%s)
@@ -20,8 +29,19 @@ steps=()  # JSON objects, one per step
 # A step that would start after GPU_CHECK_BUDGET_S (default 540) seconds is skipped (rc 125)
 # and a step's timeout is cut to the time left, so the script ends within 10 minutes.
 budget=${GPU_CHECK_BUDGET_S:-540}
+missing=()  # dry run: tools and files that are needed and absent
+need_file() { [ -e "$1" ] || missing+=("file:$1"); }
+need_tool() { command -v "$1" >/dev/null 2>&1 || missing+=("tool:$1"); }
+json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 step() {
   local name=$1 limit=$2; shift 2
+  if [ "$dry" = 1 ]; then  # the program must exist (oracle: built by the build step)
+    local prog=$1
+    [ "$prog" = "$oracle" ] || need_tool "$prog"
+    echo "== $name (${limit}s): would run: $*"
+    steps+=("{\"step\":\"$name\",\"rc\":0,\"seconds\":0,\"timeout_s\":$limit,\"command\":\"$(json_str "$*")\"}")
+    return 0
+  fi
   local t0=$(date +%s) left=$(( budget - ($(date +%s) - started) ))
   if [ "$left" -le 5 ]; then
     echo "== $name: skipped (time budget spent)"; steps+=("{\"step\":\"$name\",\"rc\":125,\"seconds\":0}")
@@ -36,11 +56,18 @@ step() {
   return $rc
 }
 
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+oracle="$build/bin/oracle"
+gpu_tools=""
+if [ "$dry" = 1 ]; then
+  for t in cmake ninja timeout git nproc; do need_tool "$t"; done
+  for t in nvidia-smi nvcc; do command -v "$t" >/dev/null 2>&1 || [ -x "/usr/local/cuda/bin/$t" ] || gpu_tools+="${gpu_tools:+ }$t"; done
+  need_file CMakeLists.txt; need_file golden
+else
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+fi
 step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORACLE_ENABLE_CUDA=ON \
   -DORACLE_SHARED_DIR="$shared"
-step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda
-oracle="$build/bin/oracle"
+step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda test_sampler_cuda
 step ctest_gpu 120 ctest --test-dir "$build" -L gpu --output-on-failure
 
 # oracle diff on the real models, both modes (JSON reports kept).
@@ -57,13 +84,19 @@ diffs=(
 for entry in "${diffs[@]}"; do
   IFS='|' read -r name model tok <<<"$entry"
   targs=(); [ -n "$tok" ] && targs=(--tokenizer "$tok")
+  if [ "$dry" = 1 ]; then need_file "$model"; [ -z "$tok" ] || need_file "$tok"; fi
   for mode in deterministic fast; do
     step "diff_${name}_${mode}" 60 bash -c "'$oracle' diff --backend cuda --mode $mode --model '$model' ${targs[*]} \
       --max-tokens 64 --json >'$out/diff_${name}_${mode}.json'"
   done
 done
 
-step golden_verify_cuda 120 "$oracle" golden verify golden --backend cuda
+# Every golden record on the device: deterministic mode bit for bit (sampled records
+# included), fast mode the greedy records within the bound (docs/cuda.md "Fast mode").
+step golden_verify_cuda_deterministic 180 bash -c "'$oracle' golden verify golden --backend cuda --json \
+  >'$out/golden_verify_cuda_deterministic.json'"
+step golden_verify_cuda_fast 90 bash -c "'$oracle' golden verify golden --backend cuda --mode fast --json \
+  >'$out/golden_verify_cuda_fast.json'"
 
 # Benchmarks: llama3-8b-shaped synthetic model (f16 weights; synth has no bf16 — the
 # device holds float32 either way), context 1024.
@@ -77,10 +110,20 @@ done
 total=$(( $(date +%s) - started ))
 {
   echo "{\"date\":\"$(date -u +%FT%TZ)\",\"commit\":\"$(git rev-parse HEAD 2>/dev/null)\",\"seconds\":$total,"
+  if [ "$dry" = 1 ]; then
+    echo "\"dry_run\":true,\"gpu_tools_absent\":\"$gpu_tools\",\"missing\":["
+    (IFS=,; for x in "${missing[@]}"; do printf '"%s"\n' "$(json_str "$x")"; done | paste -sd,)
+    echo "],"
+  fi
   echo "\"gpu\":\"$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)\",\"steps\":["
   (IFS=,; echo "${steps[*]}")
   echo "]}"
 } >"$out/summary.json"
 echo "gpu-check: ${total}s; summary in $out/summary.json"
+if [ "$dry" = 1 ]; then
+  [ ${#missing[@]} -eq 0 ] || { echo "gpu-check --dry-run: missing: ${missing[*]}" >&2; exit 1; }
+  echo "gpu-check --dry-run: ${#steps[@]} steps, every tool and file present${gpu_tools:+ (no $gpu_tools here: needed on the GPU machine)}"
+  exit 0
+fi
 failed=$(grep -o '"rc":[1-9][0-9]*' "$out/summary.json" | wc -l)
 [ "$failed" -eq 0 ]

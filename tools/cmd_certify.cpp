@@ -20,6 +20,7 @@
 #include "tools/certify_kld_cli.h"
 #include "reference/base/file_io.h"
 #include "tools/commands.h"
+#include "tools/device_backend.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"
 #include "tools/shard.h"
@@ -39,7 +40,27 @@ struct CertifyOptions {
   bool no_progress = false, quiet = false, json = false, no_png = false;
   bool allow_context_extension = false;  // --ctx above the models' trained context
   ShardOptions shard;                    // --shard I/N --part FILE (tools/shard.h)
+  std::string backend = "reference";     // the candidate's forward pass (tools/device_backend.h)
+  std::string mode = "deterministic";
 };
+
+// --backend cuda-emu|cuda: the candidate's logits from the device pipeline (the
+// reference model stays on the reference); what the device does not do is refused.
+static void use_backend(CertifyOptions& a) {
+  const DevicePipeline* dev = require_backend(a.backend);
+  const DeviceMode mode = parse_mode(a.mode);
+  if (!dev) return;
+  const std::string on = " (not on --backend " + a.backend + ")";
+  require_input(!a.options.candidate_kv_int8, "--candidate-kv-int8", "option", "the device KV cache is float32" + on);
+  require_input(a.options.threads == 1, std::to_string(a.options.threads), "--threads", "chunks run one at a time" + on);
+  const KldOptions& k = a.kld;
+  const char* kld_flag = !k.write_base.empty() ? "--write-kld-base" : !k.reference_base.empty() ? "--reference-kld-base"
+                         : !k.candidate_base.empty() ? "--candidate-kld-base" : "--reference-cache";
+  require_input(!kld_requested(k), "KLD base", kld_flag, "KLD-base modes are reference-only" + on);
+  a.options.candidate_forward = [dev, mode](const Model& m, const std::vector<int>& tokens, bool all) {
+    return dev->logits(m, tokens, all, mode);
+  };
+}
 
 // certificate.svg -> certificate.png with rsvg-convert (librsvg2-bin) when it
 // is installed; "" when written, else why not. Written to a temp name, renamed.
@@ -194,6 +215,7 @@ static std::vector<nlohmann::json> item_results(const CertifyItems& it, const Sh
 
 static int run_certify(CertifyOptions& a) {
   a.options.protocol = parse_protocol(a.protocol);
+  use_backend(a);
   check_before_scoring(a);
   ShardRun run("certify", a.shard);
   Progress progress("certify", 0, run.root() && !a.no_progress && !a.quiet && !a.json);  // chunks + greedy prompts
@@ -271,6 +293,8 @@ Command setup_certify(CLI::App& app) {
   sub->add_flag("--no-png", args->no_png, "Do not render certificate.png (needs rsvg-convert: librsvg2-bin)");
   add_kld_options(sub, args->kld);
   add_shard_options(sub, args->shard);
+  sub->add_option("--backend", args->backend, "reference, cuda-emu or cuda: where the candidate runs");
+  sub->add_option("--mode", args->mode, "Device backends: deterministic or fast");
   return {sub, [args] { return run_certify(*args); }};
 }
 

@@ -15,6 +15,7 @@
 #include "reference/base/file_io.h"
 #include "tools/commands.h"
 #include "reference/base/sha256.h"
+#include "tools/device_backend.h"
 #include "tools/progress.h"
 #include "tools/model_args.h"
 #include "tools/shard.h"
@@ -31,7 +32,22 @@ struct ReplayOptions {
   oracle::ReplayOptions replay;
   std::string mode = "auto";  // --mode (parsed into replay.mode)
   ShardOptions shard;         // --shard I/N --part FILE (tools/shard.h)
+  std::string backend = "reference";  // own records re-run on a device pipeline (tools/device_backend.h)
 };
+
+// --backend cuda-emu|cuda: own records only (foreign records are teacher-forced on the
+// reference), one job at a time; the re-run is the device's generate in deterministic mode.
+static void use_backend(ReplayOptions& o) {
+  const DevicePipeline* dev = require_backend(o.backend);
+  if (!dev) return;
+  require_input(o.mode == "own", o.mode, "--mode", "--backend " + o.backend + " replays own records only (--mode own)");
+  require_input(o.replay.jobs == 1, std::to_string(o.replay.jobs), "--jobs",
+                "--backend " + o.backend + " replays one record at a time");
+  require_input(o.models.empty(), o.models, "--models", "--backend " + o.backend + " replays one model (--model)");
+  o.replay.generate = [dev](const Model& m, const Tokenizer& t, const std::string& prompt, const GenerateOptions& g) {
+    return dev->generate(m, t, prompt, g, DeviceMode::Deterministic);
+  };
+}
 
 // A loaded model with the ReplayModel view of it (the view points into the holder).
 struct ReplayHolder {
@@ -207,6 +223,8 @@ Command setup_replay(CLI::App& app) {
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")
       ->check(int_in<int>(1, 256));
   sub->add_option("--report", opts->json_out, "Also write the JSON report to this file");
+  sub->add_option("--backend", opts->backend,
+                  "reference, cuda-emu or cuda: where own records are re-run (device: with --mode own)");
   sub->add_flag("--json", opts->json, "Print the JSON report instead of the table");
   sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
   add_shard_options(sub, opts->shard);
@@ -218,6 +236,7 @@ Command setup_replay(CLI::App& app) {
       ->check(float_in(0.0, 3.4e38));
   return {sub, [opts] {
     opts->replay.mode = parse_replay_mode(opts->mode);
+    use_backend(*opts);
     return run_replay(*opts);
   }};
 }

@@ -202,36 +202,22 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
   return j;
 }
 
-// Device backends (docs/diff.md): greedy only, no penalties, stop strings, logs or speculation.
-static int run_on_device(const DevicePipeline& dev, const LoadedModel& lm, const RunOptions& o) {
-  const SamplerConfig& s = o.gen.sampler;
-  Stopwatch clock;
-  require_input(plain_greedy(s) && o.logit_bias.empty() && o.gen.stop_strings.empty() && o.log.empty() &&
-                    o.dump_logits.empty() && o.dump_trace.empty() &&
-                    !speculative_enabled(o.spec),
-                o.backend, "--backend", "the device backends run greedy decoding only (--temperature 0, no "
-                "penalties, --logit-bias, --ban, --stop, --log or speculative options)");
-  const std::vector<int> prompt = lm.tokenizer.encode(o.prompt, encode_options(o.gen));
-  std::vector<int> stops;
-  if (!o.ignore_eos) stops = lm.tokenizer.eog_ids();
-  if (!o.ignore_eos && lm.model.config.stop_on_bos) stops.push_back(lm.tokenizer.bos_id());
-  const std::vector<int> out = dev.greedy(lm.model, prompt, o.gen.max_tokens, stops, parse_mode(o.mode));
-  std::vector<int> shown = out;
-  if (!shown.empty() && std::find(stops.begin(), stops.end(), shown.back()) != stops.end()) shown.pop_back();
-  std::string text;
-  int prev = prompt.empty() ? -1 : prompt.back();
-  for (int id : shown) text += lm.tokenizer.token_bytes(prev, id), prev = id;
-  if (o.json) {
-    const nlohmann::json j = {{"backend", o.backend}, {"mode", o.mode}, {"prompt_ids", prompt},
-                              {"output_ids", out}, {"text", text}, {"model", lm.model.path}};
-    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else {
-    std::printf("%s%s\n", o.echo ? o.prompt.c_str() : "", text.c_str());
-    if (!o.quiet)
-      std::fprintf(stderr, "oracle run: %s %s: %zu prompt + %zu tokens in %.2f ms\n", o.backend.c_str(), o.mode.c_str(),
-                   prompt.size(), out.size(), clock.seconds() * 1e3);
-  }
-  return kExitOk;
+// Device backends (docs/cuda.md): the whole generation loop with every sampler
+// option; what only the reference has is refused, naming the option.
+static void refuse_on_device(const RunOptions& o) {
+  auto refuse = [&](bool given, const std::string& value, const char* option, const char* why) {
+    require_input(!given, value, option, std::string(why) + " (not on --backend " + o.backend + ")");
+  };
+  refuse(speculative_enabled(o.spec), "speculative", o.spec.draft_model.empty() ? "--spec-ngram" : "--draft-model",
+         "speculative decoding is reference-only");
+  refuse(o.kv != "contiguous", o.kv, "--kv", "the device KV cache is its own paged cache");
+  refuse(o.gen.kv.block_size != 16, std::to_string(o.gen.kv.block_size), "--kv-block",
+         "the device KV cache uses blocks of 16");
+  refuse(o.gen.prefill_chunk != 0, std::to_string(o.gen.prefill_chunk), "--prefill-chunk",
+         "the device prefills the prompt in one call");
+  refuse(!o.dump_logits.empty(), o.dump_logits, "--dump-logits", "dumps are the reference's teacher-forced logits");
+  refuse(!o.dump_trace.empty(), o.dump_trace, "--dump-trace", "dumps are the reference's teacher-forced logits");
+  refuse(o.model.threads != 1, std::to_string(o.model.threads), "--threads", "threads are the reference's");
 }
 
 int run_run(RunOptions o) {
@@ -246,7 +232,8 @@ int run_run(RunOptions o) {
   o.prompt = resolved.text;
   o.chat_format = resolved.chat_format;
   check_prompt_fits(lm, o);
-  if (const DevicePipeline* dev = require_backend(o.backend)) return run_on_device(*dev, lm, o);
+  const DevicePipeline* dev = require_backend(o.backend);
+  if (dev) refuse_on_device(o);
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
   require_input((o.dump_logits.empty() && o.dump_trace.empty()) || !speculative_enabled(o.spec), "--dump-logits",
@@ -265,7 +252,8 @@ int run_run(RunOptions o) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     };
-  const GenerationResult r = generate(lm.model, lm.tokenizer, o.prompt, gen);
+  const GenerationResult r = dev ? dev->generate(lm.model, lm.tokenizer, o.prompt, gen, parse_mode(o.mode))
+                                 : generate(lm.model, lm.tokenizer, o.prompt, gen);
   if (!o.log.empty()) {
     const ModelIdentity id{lm.model.path, lm.model.sha256, lm.tokenizer_source, lm.tokenizer_sha256,
                            lm.model.config.seq_len};
@@ -273,7 +261,12 @@ int run_run(RunOptions o) {
   }
   if (!o.dump_logits.empty() || !o.dump_trace.empty()) write_dumps(lm, o, gen, r);
   if (o.json) {
-    const std::string out = run_json(lm, o, r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::json j = run_json(lm, o, r);
+    if (dev) {  // the reference's cache report means nothing here
+      j.erase("kv");
+      j["backend"] = o.backend, j["mode"] = o.mode;
+    }
+    const std::string out = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::printf("%s\n", out.c_str());
   } else {
     std::printf("\n");
@@ -320,7 +313,7 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--system", opts->system, "System message before --chat/--messages");
   sub->add_option("--chat-format", opts->chat_format, "Chat format when the template is not recognised (chatml, llama2, llama3, ...)");
   sub->add_flag("--no-parse-special", opts->no_parse_special, "Special-token texts in the prompt stay plain text");
-  sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: greedy only)");
+  sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: the whole loop and sampler chain)");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")

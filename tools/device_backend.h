@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reference/compute/forward.h"
+#include "reference/generate/generate.h"
 #include "reference/model/model.h"
 
 namespace oracle::tools {
@@ -21,17 +22,19 @@ struct DevicePipeline {
   const char* name;  // "cuda-emu" | "cuda"
   // "" when it can run here, else why not ("no CUDA GPU found").
   std::string (*unavailable)();
-  // Greedy generation: the prompt prefilled in one call, then up to max_tokens
-  // argmax (ties to the lowest id) steps; stops after any of stop_ids or when
-  // the context is full.
-  std::vector<int> (*greedy)(const Model& m, const std::vector<int>& prompt, int max_tokens,
-                             const std::vector<int>& stop_ids, DeviceMode mode);
-  // Golden transcript record `r` (tools/cmd_golden.cpp) re-run on the device:
-  // greedy records only (temperature <= 0, no penalties, bias, bans or stop
-  // strings; others set *skipped). Feeds r["prompt_ids"], then checks each of
-  // the record's steps: the raw logits' SHA-256 and the argmax token. Stop
-  // decisions are host-side and not re-checked. Returns the first difference or "".
-  std::string (*golden_mismatch)(const nlohmann::json& r, const Model& m, DeviceMode mode, bool* skipped);
+  // generate() on the device (reference/generate/generate.h generate_with): the
+  // prompt prefilled in one call, every step's logits and the whole sampler chain
+  // (optimized::DeviceSampler: every processor, greedy or the Philox draw, the
+  // logprob report) on the device; stops, text and the result as the reference.
+  GenerationResult (*generate)(const Model& m, const Tokenizer& tok, const std::string& prompt,
+                               const GenerateOptions& o, DeviceMode mode);
+  // Fast mode's golden check: the greedy record's output ids teacher-forced
+  // (prompt in one call, then each golden id); returns how many steps' device
+  // argmax equal the golden id (of min(output_ids, logits_sha256) steps).
+  int (*greedy_agreement)(const Model& m, const std::vector<int>& prompt, const std::vector<int>& ids, DeviceMode mode);
+  // `tokens` fed to a fresh sequence in one call: every position's logits (n, vocab)
+  // when all_logits, else the last row (oracle certify --backend).
+  std::vector<float> (*logits)(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode);
   // Times one prefill of prompt_tokens then decode_tokens greedy steps; JSON
   // with tokens/s, the weight bytes a decode step reads and the achieved
   // bandwidth (and the GPU's peak, on the GPU).

@@ -145,10 +145,10 @@ TEST_CASE("device pipeline, fast mode: logits within the documented bound for 12
   CHECK(agree >= 126);
 }
 
-// ---- quantized weights kept as Q8_0 / Q4_0 blocks on the device -----------------------------
-TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 blocks with the dequantizing GEMV, bit-identical",
+// ---- stored weights kept as the file's blocks on the device (Q8_0, Q4_0; F16 via matmul_stored) ----
+TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 and stories260K F16 blocks with the dequantizing GEMV, bit-identical",
           "[emu][pipeline][quant]") {
-  for (const char* file : {"gguf/llama2xs-q8_0.gguf", "gguf/llama2xs-q4_0.gguf"}) {
+  for (const char* file : {"gguf/llama2xs-q8_0.gguf", "gguf/llama2xs-q4_0.gguf", "gguf/stories260K-f16.gguf"}) {
     const std::string path = test::models(file);
     INFO("fixture " << path << " (set ORACLE_SHARED_DIR)");
     REQUIRE(test::have(path));

@@ -66,20 +66,32 @@ class Request {
   // Samples from `logits` (the last position's row). Returns false when the
   // request is finished; otherwise the token to decode next is in *next.
   bool accept(std::span<const float> logits, int* next) {
-    SamplingContext ctx{history_, {options_.sampler.seed, options_.seq_id, (uint32_t)history_.size()}};
-    SampleResult r = sample(chain_, logits, ctx);
+    SampleResult r = sample(chain_, logits, context());
+    return accept_sampled(logits, {r.token, logprob_report(r.token, logits, r.processed, options_.logprobs_top_n)},
+                          next);
+  }
+
+  // What the sampler of this step looks at: the history and the key (seed, seq id, position).
+  SamplingContext context() const {
+    return {history_, {options_.sampler.seed, options_.seq_id, (uint32_t)history_.size()}};
+  }
+  int top_n() const { return options_.logprobs_top_n; }
+
+  // accept() with the decision already taken (generate_with's engine).
+  bool accept_sampled(std::span<const float> logits, SampledToken sampled, int* next) {
+    const int token = sampled.token;
     GenerationStep step;
-    step.token = r.token;
+    step.token = token;
     step.logits_sha256 = logits_sha256(logits);
-    step.logprobs = logprob_report(r.token, logits, r.processed, options_.logprobs_top_n);
+    step.logprobs = std::move(sampled.logprobs);
     result_.steps.push_back(std::move(step));
-    result_.output_ids.push_back(r.token);
-    history_.push_back(r.token);
-    StreamStep s = stream_.push(r.token);
+    result_.output_ids.push_back(token);
+    history_.push_back(token);
+    StreamStep s = stream_.push(token);
     if (!s.done && (int)history_.size() >= seq_len_) s = stream_.finish();  // context full
     emit(s.text);
     if (s.done) return finish(s.reason);
-    *next = r.token;
+    *next = token;
     return true;
   }
 
@@ -148,6 +160,21 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   result.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   result.kv_memory = kv.memory_report();
+  return result;
+}
+
+GenerationResult generate_with(StepEngine& engine, const Model& model, const Tokenizer& tokenizer,
+                               const std::string& prompt, const GenerateOptions& options) {
+  Request req(model, tokenizer, prompt, options);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits = engine.forward(req.prompt());  // (vocab)
+  const auto t1 = std::chrono::steady_clock::now();
+  int next = -1;
+  while (req.accept_sampled(logits, engine.sample(logits, req.context(), req.top_n()), &next))
+    logits = engine.forward(std::span<const int>(&next, 1));
+  GenerationResult result = req.take();
+  result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  result.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   return result;
 }
 

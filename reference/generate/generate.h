@@ -8,6 +8,7 @@
 // ============================================================================
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,29 @@ struct GenerationResult {
 // One request. InputError for an empty/too-long prompt or a bad sampler config.
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const std::string& prompt,
                           const GenerateOptions& options);
+
+// ---- the same loop on another pipeline (tools/device_pipeline.cpp) ----------------
+struct SampledToken {
+  int token = -1;
+  LogprobReport logprobs;
+};
+
+// The forward pass and the sampling decision of one request, supplied by the caller.
+class StepEngine {
+ public:
+  virtual ~StepEngine() = default;
+  // Appends `tokens` to the request's sequence; returns the last position's logits (vocab).
+  virtual std::vector<float> forward(std::span<const int> tokens) = 0;
+  // The decision on the logits forward() last returned (ctx: history and RNG key;
+  // top_n alternatives in the logprob report).
+  virtual SampledToken sample(std::span<const float> logits, const SamplingContext& ctx, int top_n) = 0;
+};
+
+// generate() with the engine's forward pass and sampler: the same validation,
+// prompt encoding, stops, text and result fields (prefill in one forward call;
+// threads, prefill_chunk and kv are the engine's business; kv_memory stays empty).
+GenerationResult generate_with(StepEngine& engine, const Model& model, const Tokenizer& tokenizer,
+                               const std::string& prompt, const GenerateOptions& options);
 
 // Several requests decoded together (prefill each, then one forward_batch per
 // step over the requests still running). Each result equals generate() alone.

@@ -53,9 +53,33 @@ case $CASE in
     cmp -s "$WORK/want" "$WORK/got" || fail "ids differ: reference $(cat "$WORK/want") cuda-emu $(cat "$WORK/got")"
     [ "$(jq 'length' "$WORK/got")" -ge 2 ] || fail "too few ids: $(cat "$WORK/got")"
     echo "ok: $(cat "$WORK/got")" ;;
-  run_emu_rejects_sampling)  # the device backends decode greedily only
-    expect_input_error "cuda-emu" "--backend" -- "$ORACLE" run --model "$BIN" --tokenizer "$TOK" \
-      --max-tokens 4 --temperature 0.8 --backend cuda-emu ;;
+  run_emu_sampled_equals_reference)  # the whole sampler chain on the device: the reference's JSON
+    r=("$ORACLE" run --model "$BIN" --tokenizer "$TOK" --prompt "Once upon a time" --max-tokens 16 --preset llamacpp
+       --temperature 0.9 --repeat-penalty 1.2 --frequency-penalty 0.1 --logit-bias 5:1.5 --ban 7 --logprobs 3
+       --seed 11 --stop "." --json)
+    run_capture "${r[@]}"; [ "$RC" -eq 0 ] || fail "reference run exit $RC: $(cat "$WORK/err")"
+    jq -S 'del(.kv)' "$WORK/out" >"$WORK/want"
+    run_capture "${r[@]}" --backend cuda-emu; [ "$RC" -eq 0 ] || fail "cuda-emu run exit $RC: $(cat "$WORK/err")"
+    jq -e '.backend == "cuda-emu" and .mode == "deterministic"' "$WORK/out" >/dev/null || fail "no backend keys"
+    jq -S 'del(.backend, .mode)' "$WORK/out" >"$WORK/got"
+    cmp -s "$WORK/want" "$WORK/got" || fail "JSON differs: $(diff "$WORK/want" "$WORK/got" | head -20)"
+    [ "$(jq '.steps | length' "$WORK/got")" -ge 2 ] || fail "too few steps"
+    echo "ok: $(jq -c '.output_ids' "$WORK/got")" ;;
+  run_emu_refuses_reference_only)  # reference-only options are refused on the device, naming the option
+    for opt in "--kv paged" "--prefill-chunk 4" "--threads 2" "--spec-ngram 3"; do
+      expect_input_error "" "${opt%% *}" -- "$ORACLE" run --model "$BIN" --tokenizer "$TOK" --max-tokens 4 \
+        --backend cuda-emu $opt
+    done ;;
+  certify_emu_equals_reference)  # the candidate on cuda-emu: the same certificate, byte for byte
+    G="$MODELS/gguf"; need_fixture "$G/llama2xs-q8_0.gguf"
+    c=("$ORACLE" certify --reference "$G/llama2xs.gguf" --candidate "$G/llama2xs-q8_0.gguf"
+       --corpus "$SHARED/corpus/llama2xs-samples.txt" --max-chunks 1 --greedy-prompts 1 --greedy-steps 4 --no-png -q)
+    run_capture "${c[@]}" --out "$WORK/ref" --json; [ "$RC" -eq 0 ] || fail "reference exit $RC: $(cat "$WORK/err")"
+    run_capture "${c[@]}" --out "$WORK/emu" --json --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "cuda-emu exit $RC: $(cat "$WORK/err")"
+    cmp -s "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" \
+      || fail "certificates differ: $(diff "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" | head -5)"
+    expect_input_error "" "--threads" -- "${c[@]}" --out "$WORK/t" --backend cuda-emu --threads 2 ;;
   bench_emu)
     run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
@@ -63,19 +87,37 @@ case $CASE in
            and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0' "$WORK/out" >/dev/null \
       || fail "unexpected report: $(cat "$WORK/out")"
     echo "ok: $(cat "$WORK/out")" ;;
-  golden_emu)  # golden verify --backend cuda-emu: every greedy record reproduced on the device
+  golden_emu)  # golden verify --backend cuda-emu: every record (sampled ones too) reproduced on the device
     GOLDEN="$(dirname "$0")/../../golden"
     export ORACLE_SHARED_DIR=$SHARED
-    run_capture "$ORACLE" golden verify "$GOLDEN" --backend cuda-emu
+    # every sampler mix of the F32 .bin and the F16 GGUF; of the near-context records (a ~500-token
+    # emulated prefill, 10 s each) only stories260K's greedy one: golden_verify_emu (soak) runs them all
+    mkdir "$WORK/all"
+    for f in stories260K stories260K-f16.gguf; do
+      jq -c 'select((.id | test("near-context") | not) or .id == "stories260K/greedy/near-context")' \
+        "$GOLDEN/$f.jsonl" >"$WORK/all/$f.jsonl"
+    done
+    run_capture "$ORACLE" golden verify "$WORK/all" --backend cuda-emu --json
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/out") $(cat "$WORK/err")"
-    grep -q "non-greedy records skipped" "$WORK/out" || fail "no skipped count: $(cat "$WORK/out")"
-    # a tampered greedy step is caught: exit 1 naming the step
+    jq -e '.records == 25 and .matched == 25 and .skipped == 0' "$WORK/out" >/dev/null \
+      || fail "not every record matched: $(cat "$WORK/out")"
+    # a tampered sampled step is caught: exit 1 naming the step
     mkdir "$WORK/g"
-    jq -c 'if .sampler.temperature <= 0 and .stop_strings == [] then .logits_sha256[1] = ("0" * 64) else . end' \
+    jq -c 'select(.id == "stories260K/llamacpp-topk-topp/once") | .output_ids[1] = (.output_ids[1] + 1)' \
       "$GOLDEN/stories260K.jsonl" >"$WORK/g/stories260K.jsonl"
     run_capture "$ORACLE" golden verify "$WORK/g" --backend cuda-emu
     [ "$RC" -eq 1 ] || fail "tampered: exit $RC (want 1): $(cat "$WORK/out")"
-    grep -q "MISMATCH.*step 1: logits sha256" "$WORK/out" || fail "tampered: $(cat "$WORK/out")"
-    echo "ok: $(head -1 "$WORK/out")" ;;
+    grep -q "MISMATCH.*llamacpp-topk-topp.*step 1: token golden" "$WORK/out" || fail "tampered: $(cat "$WORK/out")"
+    echo "ok: 25 records bit-identical on cuda-emu" ;;
+  golden_emu_fast)  # fast mode: greedy records teacher-forced within the bound, sampled ones skipped
+    GOLDEN="$(dirname "$0")/../../golden"
+    export ORACLE_SHARED_DIR=$SHARED
+    run_capture "$ORACLE" golden verify "$GOLDEN/stories260K.jsonl" --backend cuda-emu --mode fast --json
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/out") $(cat "$WORK/err")"
+    jq -e '.records == 16 and .matched == 4 and .skipped == 12' "$WORK/out" >/dev/null || fail "$(cat "$WORK/out")"
+    echo "ok" ;;
+  golden_emu_refuses)  # --threads / --prefill-chunk are the reference's
+    expect_input_error "" "--prefill-chunk" -- "$ORACLE" golden verify "$(dirname "$0")/../../golden" \
+      --backend cuda-emu --prefill-chunk 4 ;;
   *) fail "unknown case $CASE" ;;
 esac

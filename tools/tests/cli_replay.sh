@@ -15,6 +15,28 @@ log_three() {  # three generations with different settings into $WORK/log.jsonl
 }
 
 case $CASE in
+  emu_match)  # logged on cuda-emu, replayed on the reference and on cuda-emu: MATCH; a tampered token diverges
+    "$ORACLE" run -m "$M" -p "Ça va? 🌟" -n 12 --temperature 0.9 --top-k 20 --top-p 0.9 --seed 7 --backend cuda-emu \
+      --log "$WORK/log.jsonl" >/dev/null || fail "cuda-emu run --log"
+    "$ORACLE" run -m "$M" -p "The dog" -n 12 --preset hf --temperature 1.1 --min-p 0.1 --seed 9 --stop "." \
+      --repeat-penalty 1.2 --backend cuda-emu --log "$WORK/log.jsonl" >/dev/null || fail "cuda-emu run --log"
+    for backend in reference cuda-emu; do
+      run_capture "$ORACLE" replay "$WORK/log.jsonl" --mode own --backend $backend --report "$WORK/r.json"
+      [ "$RC" -eq 0 ] || fail "$backend: exit $RC: $(cat "$WORK/out" "$WORK/err")"
+      jq -e '.summary.records == 2 and .summary.match == 2' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/r.json")"
+    done
+    jq -c 'if (.prompt | startswith("Ça")) then
+             (.output_ids[3] = .steps[3].logprobs.processed.top[1].id)
+             | (.steps[3].token = .output_ids[3]) | (.steps[3].logprobs.token = .output_ids[3])
+           else . end' "$WORK/log.jsonl" >"$WORK/t.jsonl"
+    run_capture "$ORACLE" replay "$WORK/t.jsonl" --mode own --backend cuda-emu --report "$WORK/r.json"
+    [ "$RC" -eq 1 ] || fail "tampered: exit $RC"
+    jq -e '.records[0].status == "DIVERGED" and .records[0].diverged_at == 3 and .records[1].status == "MATCH"' \
+      "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+    echo "ok" ;;
+  emu_refuses)  # a device replay needs --mode own (foreign records are teacher-forced on the reference)
+    "$ORACLE" run -m "$M" -p "The dog" -n 4 --log "$WORK/log.jsonl" >/dev/null
+    expect_input_error "auto" "--mode" -- "$ORACLE" replay "$WORK/log.jsonl" --backend cuda-emu ;;
   match)  # every logged generation replays as MATCH, exit 0, JSON report counts them
     log_three
     [ "$(wc -l <"$WORK/log.jsonl")" -eq 3 ] || fail "expected 3 log lines"

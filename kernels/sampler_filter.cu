@@ -57,6 +57,17 @@ __global__ void top_k_kernel(int* keep, const float* x, const int* order, const 
   keep[r * stride + idx] = rank < k || (hf && tie);
 }
 
+// Row r of a filter kernel: its candidate count, rank order and keep flags.
+struct FilterRow {
+  int n;
+  const int* ord;  // (n) candidate indices by rank
+  int* kp;         // (n) keep flags
+};
+__device__ __forceinline__ FilterRow filter_row(int* keep, const int* order, const int* counts, long long r,
+                                                int stride, int order_stride) {
+  return {counts[r], order + r * order_stride, keep + r * stride};
+}
+
 // keep[order[i]] = 1 for ranks i < m.
 __device__ __forceinline__ void keep_top(int* keep, const int* ord, int n, int m) {
   for (int i = 0; i < m && i < n; i++) keep[ord[i]] = 1;
@@ -67,10 +78,8 @@ __global__ void top_p_kernel(int* keep, const float* probs, const int* order, co
   using namespace oracle::num;
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
-  const int n = counts[r];
-  const int* ord = order + r * order_stride;
+  const auto [n, ord, kp] = filter_row(keep, order, counts, r, stride, order_stride);
   const float* pr = probs + r * stride;
-  int* kp = keep + r * stride;
   for (int i = 0; i < n; i++) kp[i] = 0;
   float cum = 0.0f;
   if (hf) {
@@ -98,10 +107,8 @@ __global__ void min_p_kernel(int* keep, const float* values, const int* order, c
   using namespace oracle::num;
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
-  const int n = counts[r];
-  const int* ord = order + r * order_stride;
+  const auto [n, ord, kp] = filter_row(keep, order, counts, r, stride, order_stride);
   const float* v = values + r * stride;
-  int* kp = keep + r * stride;
   const bool first_as_max = oracle::fault::active(Fault::KERNEL_MIN_P_FIRST_AS_MAX);  // FAULT: max = candidate 0
   float m = hf ? 0.0f : -inf_f32();
   for (int i = 0; i < n; i++) m = (first_as_max ? i == 0 : v[i] > m) ? v[i] : m;

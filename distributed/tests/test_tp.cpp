@@ -106,7 +106,7 @@ TEST_CASE("in-process group: a rank's exception ends the group and is rethrown",
 TEST_CASE("tensor-parallel forward: same logits bits for 1-4 ranks on the golden models", "[tp]") {
   for (const char* m : {"gguf/stories260K.gguf", "gguf/stories260K-f16.gguf", "stories260K/stories260K.bin",
                         "gguf/aidreams260K.gguf", "gguf/llama2xs.gguf", "gguf/llama2xs-q8_0.gguf",
-                        "gguf/llama2xs-q4_0.gguf"})
+                        "gguf/llama2xs-q4_0.gguf", "aidreams260K/aidreams260K.bin", "llama2xs/llama2xs.bin"})
     check_model(test::models(m), 6);
 }
 

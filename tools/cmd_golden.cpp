@@ -31,6 +31,7 @@
 #include "reference/base/file_io.h"
 #include "reference/base/json_util.h"
 #include "reference/tokenizer/chat_template.h"
+#include "tools/bench_support.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -475,15 +476,6 @@ static json verify_one(const fs::path& file, const json& r, int line, const Load
           {"reproduce", r["run_command"]}};
 }
 
-// VmRSS of this process (/proc/self/status), 0 where there is none.
-static int64_t resident_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
-  return 0;
-}
-
 // Records `first`.. of this file that are this worker's (item i: shard.mine(i)); outcomes in `out`.
 static void verify_file(const fs::path& file, const std::vector<json>& records, const std::vector<int>& lines,
                         const VerifyOptions& o, size_t first, const Shard& shard, std::vector<json>& out,
@@ -501,7 +493,7 @@ static void verify_file(const fs::path& file, const std::vector<json>& records, 
       if (o.split && cache.at(key).model.file) cache.at(key).model.file->drop_resident();  // keep only the rows read
     }
     out.push_back({{"index", first + i}, {"result", verify_one(file, r, lines[i], cache.at(key), o)}});
-    if (loaded_rss) *loaded_rss = std::max(*loaded_rss, resident_bytes());  // models still mapped
+    if (loaded_rss) *loaded_rss = std::max(*loaded_rss, (int64_t)read_process_memory().rss);  // models still mapped
     progress.update((int64_t)out.size());
   }
 }

@@ -46,7 +46,9 @@ class Tokenizer {
   // -> U+2585 as llama.cpp). `prev` is the previous token or -1 at the start:
   // SentencePiece strips one leading space after BOS or at the start.
   std::string token_bytes(int prev, int id) const;
-  // decode(encode(s)) == s for valid UTF-8 (dummy prefix removed). The result
+  // decode(encode(s)) == s for valid UTF-8 (dummy prefix removed), except that
+  // with SentencePiece vocabularies a literal U+2581 in s comes back as a space
+  // (it is the same piece as an escaped space, as in sentencepiece and llama.cpp). The result
   // may be invalid UTF-8 if `ids` cut a byte-fallback character.
   std::string decode(const std::vector<int>& ids) const;
   int vocab_size() const;

@@ -224,7 +224,7 @@ static LoadedModel load(const fs::path& base, const std::string& model, const st
 
 // Temp file + fsync + rename (reference/base/file_io.h): a reader never sees a
 // half-written transcript, and a failed write leaves the old one intact.
-static void write_file_atomic(const std::string& path, const std::string& text) {
+static void write_transcript_atomic(const std::string& path, const std::string& text) {
   oracle::write_file_atomic(path, "DIR", text);
 }
 
@@ -300,7 +300,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
     std::string text;
     const std::vector<json> records = instruct_records(*gm.fixture, lm);
     for (const json& r : records) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    write_file_atomic(out.string(), text);
+    write_transcript_atomic(out.string(), text);
     *done += 16;
     progress.update(*done);
     return (int)records.size();
@@ -321,7 +321,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
       n++;
       progress.update(++*done);
     }
-  write_file_atomic(out.string(), text);  // written whole, then renamed: never half a transcript
+  write_transcript_atomic(out.string(), text);  // written whole, then renamed: never half a transcript
   return n;
 }
 

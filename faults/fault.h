@@ -119,7 +119,12 @@
   X(KERNEL_K_QUANT_SCALE_PAIR, "kernels", "matmul.cu RowStored Q4_K/Q5_K",                                       \
     "Q4_K/Q5_K high nibbles use the low nibbles' (scale, min) pair", "test_kernels_emu:[matmul_stored]") \
   X(TP_RANK_SUM_ORDER, "reference/compute", "forward head (tensor parallel)",                                     \
-    "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp")
+    "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp") \
+  X(DEVICE_KV_COW_SHARED_WRITE, "optimized", "DeviceKv copy_on_write",                                           \
+    "appending into a shared or cached device KV block writes into it instead of copying it", "test_device_kv")   \
+  X(DEVICE_KV_PREFIX_OWN_BLOCK_KEY, "optimized", "DeviceKv cache_block",                                         \
+    "the device prefix cache keys a block by its own block_size tokens, not the whole prefix up to its end",     \
+    "test_device_kv")
 
 namespace oracle::fault {
 

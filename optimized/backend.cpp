@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 
@@ -113,14 +114,15 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   for (const Row& r : rows)
     require_input(r.token >= 0 && r.token < c.vocab_size, "backend", "token",
                   "token id " + std::to_string(r.token) + " outside [0, " + std::to_string(c.vocab_size) + ")");
-  std::vector<std::pair<int, int>> before;  // (seq, length) to restore if an append fails
-  for (const Row& r : rows) before.push_back({r.seq, kv_.length(r.seq)});
-  try {
-    for (Row& r : rows) r.pos = kv_.append(r.seq, 1);
-  } catch (...) {
-    for (auto it = before.rbegin(); it != before.rend(); ++it) kv_.truncate(it->first, it->second);
-    throw;
-  }
+  std::map<int, int> per_seq;  // seq -> rows: checked whole, so no append below fails half way
+  for (const Row& r : rows) per_seq[r.seq]++;
+  const std::vector<std::pair<int, int>> counts(per_seq.begin(), per_seq.end());
+  for (auto [seq, n] : counts)
+    require_input(kv_.length(seq) + n <= c.seq_len, "device_kv", "position",
+                  "position " + std::to_string(kv_.length(seq) + n - 1) + " exceeds the context length " +
+                      std::to_string(c.seq_len));
+  require_input(kv_.can_append(counts), "device_kv", "n_blocks", "the KV block pool is exhausted");
+  for (Row& r : rows) r.pos = kv_.append(r.seq, std::span<const int>(&r.token, 1));
   const int n = (int)rows.size();
   grow(s_, c, n);
   std::vector<int> tok(n), seq(n), pos(n);

@@ -36,7 +36,7 @@ RULES = {
     "tools": BOTTOM + REF + ["audit", "kernels", "optimized", "distributed"],
     "property_tests": BOTTOM + REF + ["audit", "tests_common"],
     "fuzz": BOTTOM + REF + ["audit"],
-    "golden": BOTTOM + REF + ["tests_common"],
+    "golden": BOTTOM + REF + ["tests_common", "kernels", "optimized"],
     "tests_common": BOTTOM + REF,
 }
 SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}

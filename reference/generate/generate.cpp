@@ -178,40 +178,76 @@ GenerationResult generate_with(StepEngine& engine, const Model& model, const Tok
   return result;
 }
 
-std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer& tokenizer,
-                                             const std::vector<std::string>& prompts,
-                                             const std::vector<GenerateOptions>& options) {
+namespace {
+
+// generate_batch's engine: one KvCache for the batch (options[0].kv; with paged +
+// prefix_cache, prompts sharing full blocks of a prefix store them once) and
+// each request's own sampler chain.
+class ReferenceBatchEngine : public BatchEngine {
+ public:
+  ReferenceBatchEngine(const Model& model, const std::vector<GenerateOptions>& options)
+      : model_(model), kv_(model.config, batch_kv(options)), pool_(std::max(1, options.empty() ? 1 : options[0].threads)) {
+    fo_.threads = pool_.size();
+    fo_.pool = &pool_;
+    for (const GenerateOptions& o : options) chains_.push_back(build_chain(o.sampler));
+  }
+  int attach_prefix(int seq, std::span<const int> prompt) override { return kv_.attach_prefix(seq, prompt); }
+  std::vector<float> forward(int seq, std::span<const int> tokens) override {
+    return oracle::forward(model_, kv_, seq, tokens, fo_);
+  }
+  std::vector<float> forward_batch(std::span<const int> seqs, std::span<const int> tokens) override {
+    return oracle::forward_batch(model_, kv_, seqs, tokens, fo_);
+  }
+  SampledToken sample(int seq, int, std::span<const float> logits, const SamplingContext& ctx, int top_n) override {
+    SampleResult r = oracle::sample(chains_[(size_t)seq], logits, ctx);
+    return {r.token, logprob_report(r.token, logits, r.processed, top_n)};
+  }
+  KvMemoryReport memory_report() const { return kv_.memory_report(); }
+
+ private:
+  static KvCacheOptions batch_kv(const std::vector<GenerateOptions>& options) {
+    KvCacheOptions ko = options.empty() ? KvCacheOptions{} : options[0].kv;
+    ko.max_seqs = std::max<int>(1, (int)options.size());
+    return ko;
+  }
+  const Model& model_;
+  KvCache kv_;
+  ThreadPool pool_;
+  ForwardOptions fo_;
+  std::vector<SamplerChain> chains_;  // (n requests)
+};
+
+}  // namespace
+
+std::vector<GenerationResult> generate_batch_with(BatchEngine& engine, const Model& model, const Tokenizer& tokenizer,
+                                                  const std::vector<std::string>& prompts,
+                                                  const std::vector<GenerateOptions>& options) {
   require_input(prompts.size() == options.size(), "options", "options", "one GenerateOptions per prompt");
   for (const GenerateOptions& o : options)
     require_input(o.split == nullptr, "options", "split", "tensor parallelism is generate()'s only (one request)");
   const int n = (int)prompts.size(), vocab = model.config.vocab_size;
   std::vector<Request> reqs;
   for (int i = 0; i < n; i++) reqs.emplace_back(model, tokenizer, prompts[i], options[i]);
-  // One cache for the batch (options[0].kv): with paged + prefix_cache, prompts
-  // sharing full blocks of a prefix store those blocks once (attach_prefix).
-  KvCacheOptions ko = n > 0 ? options[0].kv : KvCacheOptions{};
-  ko.max_seqs = n > 0 ? n : 1;
-  KvCache kv(model.config, ko);
-  ThreadPool pool(std::max(1, n > 0 ? options[0].threads : 1));
-  ForwardOptions fo;
-  fo.threads = pool.size();
-  fo.pool = &pool;
+  // One step of request i on row r of `logits`: false when it finished, else *next.
+  auto step = [&](int i, int r, std::span<const float> logits, int* next) {
+    return reqs[i].accept_sampled(logits, engine.sample(i, r, logits, reqs[i].context(), reqs[i].top_n()), next);
+  };
   std::vector<int> seqs, tokens, reused(n, 0);  // (n_running) KV slot and next token; (n) prefix hits
   for (int i = 0; i < n; i++) {
     int next = -1;
     std::span<const int> prompt = reqs[i].prompt();
-    reused[i] = kv.attach_prefix(i, prompt);
-    if (reqs[i].accept(forward(model, kv, i, prompt.subspan((size_t)reused[i]), fo), &next)) {
+    reused[i] = engine.attach_prefix(i, prompt);
+    if (step(i, 0, engine.forward(i, prompt.subspan((size_t)reused[i])), &next)) {
       seqs.push_back(i);
       tokens.push_back(next);
     }
   }
   while (!seqs.empty()) {
-    std::vector<float> logits = forward_batch(model, kv, seqs, tokens, fo);  // (n_running, vocab)
+    std::vector<float> logits = engine.forward_batch(seqs, tokens);  // (n_running, vocab)
     std::vector<int> still, next_tokens;
     for (size_t k = 0; k < seqs.size(); k++) {
       int next = -1;
-      if (reqs[seqs[k]].accept(row(logits, (int)k, vocab), &next)) {
+      if (step(seqs[k], (int)k, row(logits, (int)k, vocab), &next)) {
         still.push_back(seqs[k]);
         next_tokens.push_back(next);
       }
@@ -222,9 +258,18 @@ std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer
   std::vector<GenerationResult> out;
   for (int i = 0; i < n; i++) {
     out.push_back(reqs[i].take());
-    out.back().kv_memory = kv.memory_report();
     out.back().prefix_tokens_reused = reused[i];
   }
+  return out;
+}
+
+std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer& tokenizer,
+                                             const std::vector<std::string>& prompts,
+                                             const std::vector<GenerateOptions>& options) {
+  require_input(prompts.size() == options.size(), "options", "options", "one GenerateOptions per prompt");
+  ReferenceBatchEngine engine(model, options);
+  std::vector<GenerationResult> out = generate_batch_with(engine, model, tokenizer, prompts, options);
+  for (GenerationResult& r : out) r.kv_memory = engine.memory_report();
   return out;
 }
 

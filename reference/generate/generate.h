@@ -96,6 +96,30 @@ std::vector<GenerationResult> generate_batch(const Model& model, const Tokenizer
                                              const std::vector<std::string>& prompts,
                                              const std::vector<GenerateOptions>& options);
 
+// The forward passes and sampling decisions of a batch (request i is KV sequence i),
+// supplied by the caller: generate_batch's reference engine, or the device's
+// (optimized/device_batch.h).
+class BatchEngine {
+ public:
+  virtual ~BatchEngine() = default;
+  // Shares cached K/V of a prefix of `prompt` with the empty sequence `seq`; returns
+  // how many leading prompt tokens need no forward pass (0 without a prefix cache).
+  virtual int attach_prefix(int seq, std::span<const int> prompt) = 0;
+  // Appends `tokens` to `seq`; returns the last position's logits (vocab).
+  virtual std::vector<float> forward(int seq, std::span<const int> tokens) = 0;
+  // One token per distinct sequence; returns (n_seqs, vocab) logits.
+  virtual std::vector<float> forward_batch(std::span<const int> seqs, std::span<const int> tokens) = 0;
+  // Request `seq`'s decision on `logits`, row `row` of what the last call returned.
+  virtual SampledToken sample(int seq, int row, std::span<const float> logits, const SamplingContext& ctx,
+                              int top_n) = 0;
+};
+
+// generate_batch with the engine's passes and decisions: the same requests, order of
+// calls, stops and results (kv_memory stays empty).
+std::vector<GenerationResult> generate_batch_with(BatchEngine& engine, const Model& model, const Tokenizer& tokenizer,
+                                                  const std::vector<std::string>& prompts,
+                                                  const std::vector<GenerateOptions>& options);
+
 void to_json(nlohmann::json& j, const GenerationStep& s);
 void from_json(const nlohmann::json& j, GenerationStep& s);
 void to_json(nlohmann::json& j, const GenerationResult& r);

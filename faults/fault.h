@@ -124,7 +124,11 @@
     "appending into a shared or cached device KV block writes into it instead of copying it", "test_device_kv")   \
   X(DEVICE_KV_PREFIX_OWN_BLOCK_KEY, "optimized", "DeviceKv cache_block",                                         \
     "the device prefix cache keys a block by its own block_size tokens, not the whole prefix up to its end",     \
-    "test_device_kv")
+    "test_device_kv")                                                                                            \
+  X(DEVICE_BATCH_SAMPLES_ROW0, "optimized", "DeviceBatchEngine::sample",                                         \
+    "every running request of a device batch step samples logits row 0 (the first request's)", "test_device_batch") \
+  X(DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE, "optimized", "DeviceSequence::truncate",                                 \
+    "the device rollback after a speculative round keeps one rejected position", "test_device_batch")
 
 namespace oracle::fault {
 

@@ -64,6 +64,7 @@ class Backend {
   int logits_rows() const { return last_rows_; }
 
   DeviceKv& kv() { return kv_; }
+  const DeviceKv& kv() const { return kv_; }
   const DeviceModel& model() const { return model_; }
   const Config& config() const { return model_.config(); }
 

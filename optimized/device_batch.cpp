@@ -1,6 +1,8 @@
 // DeviceBatchEngine — see device_batch.h.
 #include "optimized/device_batch.h"
 
+#include "faults/fault.h"
+
 namespace oracle::optimized {
 
 DeviceKvOptions device_kv_options(const KvCacheOptions& kv, int max_seqs) {
@@ -24,6 +26,7 @@ DeviceBatchEngine::DeviceBatchEngine(const Model& model, const std::vector<Gener
 }
 
 SampledToken DeviceBatchEngine::sample(int seq, int row, std::span<const float>, const SamplingContext& ctx, int top_n) {
+  if (fault::active(fault::Fault::DEVICE_BATCH_SAMPLES_ROW0)) row = 0;  // FAULT: every request samples row 0
   const float* rows = dev_.logits_device() + (size_t)row * (size_t)dev_.config().vocab_size;
   DeviceSample d = samplers_[(size_t)seq]->sample(rows, std::span<const SamplingContext>(&ctx, 1), top_n)[0];
   return {d.token, std::move(d.logprobs)};

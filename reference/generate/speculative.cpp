@@ -126,35 +126,50 @@ SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
 }
 
 // ---- model drafter ------------------------------------------------------------------------
+// ---- sequence runners ---------------------------------------------------------------------
+ReferenceSequence::ReferenceSequence(const Model& model, const KvCacheOptions& kv, const ForwardOptions& fo)
+    : model_(model), kv_(model.config, kv), fo_(fo) {}
+
+std::vector<float> ReferenceSequence::forward(std::span<const int> tokens, bool all_logits) {
+  ForwardOptions fo = fo_;
+  fo.all_logits = all_logits;
+  return oracle::forward(model_, kv_, 0, tokens, fo);
+}
+
+// ---- model drafter ------------------------------------------------------------------------
 ModelDrafter::ModelDrafter(const Model& model, const SamplerConfig& config, const KvCacheOptions& kv,
                            const ForwardOptions& fo)
-    : model_(model), dist_(config), kv_(model.config, kv), fo_(fo) {
-  fo_.all_logits = false;
-}
+    : ModelDrafter(std::make_unique<ReferenceSequence>(model, kv, fo), config) {}
+
+ModelDrafter::ModelDrafter(std::unique_ptr<SequenceRunner> seq, const SamplerConfig& config)
+    : seq_(std::move(seq)), dist_(config) {}
 
 // Rollback: keep the longest cached prefix shared with `history` (at most
 // t - 1 tokens, so at least one token is run), then run the rest in one pass.
 std::vector<float> ModelDrafter::catch_up(std::span<const int> history) {
-  const std::span<const int> cached = kv_.tokens(0);
   size_t keep = 0;
   const bool by_length = fault::active(fault::Fault::DRAFT_ROLLBACK_KEEPS_REJECTED);  // FAULT: tokens not compared
-  while (keep < cached.size() && keep + 1 < history.size() && (by_length || cached[keep] == history[keep])) keep++;
-  kv_.truncate(0, (int)keep);
+  while (keep < cached_.size() && keep + 1 < history.size() && (by_length || cached_[keep] == history[keep])) keep++;
+  seq_->truncate((int)keep);
+  cached_.resize(keep);
   passes_++;
-  return forward(model_, kv_, 0, history.subspan(keep), fo_);
+  const std::span<const int> rest = history.subspan(keep);
+  cached_.insert(cached_.end(), rest.begin(), rest.end());
+  return seq_->forward(rest, false);
 }
 
 // x_i ~ q_i by the inverse CDF with uniform (seed, seq, t + i, 0, SpecDraft).
 Draft ModelDrafter::propose(std::span<const int> history, int k, const rng::RngKey& first) {
   Draft d;
-  k = std::min(k, model_.config.seq_len - (int)history.size() + 1);  // last fed position t+k-2
+  k = std::min(k, seq_->model().config.seq_len - (int)history.size() + 1);  // last fed position t+k-2
   if (k <= 0) return d;
   std::vector<int> ext(history.begin(), history.end());  // (t + i) history then drafts
   std::vector<float> logits = catch_up(history);         // (vocab)
   for (int i = 0; i < k; i++) {
     if (i > 0) {
       passes_++;
-      logits = forward(model_, kv_, 0, std::span<const int>(&ext.back(), 1), fo_);
+      cached_.push_back(ext.back());
+      logits = seq_->forward(std::span<const int>(&ext.back(), 1), false);
     }
     const std::vector<float> q = dist_(logits, ext);
     rng::RngKey key = first;
@@ -206,11 +221,10 @@ static void check_options(const Model& target, std::span<const int> prompt, cons
 // The verify pass: one forward (all_logits) over the tokens the cache lacks —
 // the last history token(s) and the m drafts — and the target's processed
 // distribution of each position t .. t+m, row i conditioned on ext[0 .. t+i).
-static std::vector<float> verify(const Model& target, KvCache& kv, std::span<const int> ext, size_t t,
-                                 const ProcessedDistribution& dist, ForwardOptions fo) {
-  fo.all_logits = true;
-  const size_t start = (size_t)kv.length(0), v = (size_t)target.config.vocab_size;
-  const std::vector<float> logits = forward(target, kv, 0, ext.subspan(start), fo);  // (ext - start, vocab)
+static std::vector<float> verify(SequenceRunner& target, std::span<const int> ext, size_t t,
+                                 const ProcessedDistribution& dist) {
+  const size_t start = (size_t)target.length(), v = (size_t)target.model().config.vocab_size;
+  const std::vector<float> logits = target.forward(ext.subspan(start), true);  // (ext - start, vocab)
   std::vector<float> p;  // (m + 1, vocab)
   for (size_t pos = t; pos <= ext.size(); pos++) {
     const size_t row = pos - 1 - start;  // the row that predicts position `pos`
@@ -247,9 +261,16 @@ static int next_k(int k, const SpecStep& s, size_t drafted, const SpecOptions& o
 SpecResult generate_speculative(const Model& target, Drafter& drafter, std::span<const int> prompt,
                                 const SpecOptions& o) {
   check_options(target, prompt, o);
-  const int vocab = target.config.vocab_size, seq_len = target.config.seq_len;
+  ReferenceSequence seq(target, o.kv, o.forward);
+  return generate_speculative_with(seq, drafter, prompt, o);
+}
+
+SpecResult generate_speculative_with(SequenceRunner& target, Drafter& drafter, std::span<const int> prompt,
+                                     const SpecOptions& o) {
+  check_options(target.model(), prompt, o);
+  require_input(target.length() == 0, "speculative", "target", "the target sequence must start empty");
+  const int vocab = target.model().config.vocab_size, seq_len = target.model().config.seq_len;
   const ProcessedDistribution dist(o.sampler);
-  KvCache kv(target.config, o.kv);
   std::vector<int> ext(prompt.begin(), prompt.end());  // (t + m) the history, then this round's drafts
   SpecResult r;
   r.metrics.accepted_histogram.assign((size_t)o.k_max + 1, 0);
@@ -262,10 +283,10 @@ SpecResult generate_speculative(const Model& target, Drafter& drafter, std::span
     require_input(d.q.size() == d.tokens.size() * (size_t)vocab, drafter.name(), "vocab_size",
                   "the drafter's vocabulary differs from the target's (" + std::to_string(vocab) + ")");
     ext.insert(ext.end(), d.tokens.begin(), d.tokens.end());
-    const std::vector<float> p = verify(target, kv, ext, t, dist, o.forward);
+    const std::vector<float> p = verify(target, ext, t, dist);
     const SpecStep s = speculative_step(p, d.q, d.tokens, vocab, first);
     ext.resize(t);
-    kv.truncate(0, (int)t + s.accepted);
+    target.truncate((int)t + s.accepted);
     r.metrics.rounds++;
     r.metrics.drafted += (long)d.tokens.size();
     r.metrics.accepted += s.accepted;

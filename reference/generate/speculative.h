@@ -16,6 +16,7 @@
 // output bit for bit for every k and drafter.
 // ============================================================================
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -88,6 +89,34 @@ SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
                           std::span<const int> drafts, int vocab, const rng::RngKey& first,
                           const UniformSource& uniforms);
 
+// ---- one KV sequence of one model -----------------------------------------------------
+// What the speculative loop runs its target on and ModelDrafter its draft model on:
+// the reference (ReferenceSequence: forward() over a KvCache) or the device
+// (optimized::DeviceSequence: Backend + DeviceKv), the same bits either way.
+class SequenceRunner {
+ public:
+  virtual ~SequenceRunner() = default;
+  virtual const Model& model() const = 0;
+  virtual int length() const = 0;
+  virtual void truncate(int n) = 0;  // keep the first n positions
+  // Appends `tokens`; (n, vocab) logits of every position when all_logits, else (1, vocab).
+  virtual std::vector<float> forward(std::span<const int> tokens, bool all_logits) = 0;
+};
+
+class ReferenceSequence : public SequenceRunner {
+ public:
+  ReferenceSequence(const Model& model, const KvCacheOptions& kv, const ForwardOptions& fo = {});
+  const Model& model() const override { return model_; }
+  int length() const override { return kv_.length(0); }
+  void truncate(int n) override { kv_.truncate(0, n); }
+  std::vector<float> forward(std::span<const int> tokens, bool all_logits) override;
+
+ private:
+  const Model& model_;
+  KvCache kv_;
+  ForwardOptions fo_;
+};
+
 // ---- drafters -----------------------------------------------------------------------
 struct Draft {
   std::vector<int> tokens;  // (n) proposed ids for positions t .. t+n-1
@@ -110,16 +139,17 @@ class ModelDrafter : public Drafter {
  public:
   ModelDrafter(const Model& model, const SamplerConfig& config, const KvCacheOptions& kv,
                const ForwardOptions& fo = {});
+  // The draft model on another runner (the device's); `seq` starts empty.
+  ModelDrafter(std::unique_ptr<SequenceRunner> seq, const SamplerConfig& config);
   Draft propose(std::span<const int> history, int k, const rng::RngKey& first) override;
   long passes() const override { return passes_; }
-  std::string name() const override { return "model:" + model_.path; }
+  std::string name() const override { return "model:" + seq_->model().path; }
 
  private:
   std::vector<float> catch_up(std::span<const int> history);  // (vocab) logits for t
-  const Model& model_;
+  std::unique_ptr<SequenceRunner> seq_;
+  std::vector<int> cached_;  // (seq_->length()) the token ids the draft cache holds
   ProcessedDistribution dist_;
-  KvCache kv_;
-  ForwardOptions fo_;
   long passes_ = 0;
 };
 
@@ -172,5 +202,9 @@ struct SpecResult {
 // prompt: ids with BOS when wanted (>= 1 token). InputError on bad options.
 SpecResult generate_speculative(const Model& target, Drafter& drafter, std::span<const int> prompt,
                                 const SpecOptions& options);
+// The same loop with the target's passes and rollbacks on `target` (an empty
+// sequence; options.kv and options.forward are then the runner's business).
+SpecResult generate_speculative_with(SequenceRunner& target, Drafter& drafter, std::span<const int> prompt,
+                                     const SpecOptions& options);
 
 }  // namespace oracle

@@ -1,0 +1,37 @@
+#pragma once
+// ============================================================================
+// DeviceSequence: one KV sequence of one model on the device
+// (reference/generate/speculative.h SequenceRunner): Backend's forward over a
+// paged DeviceKv, rollback by DeviceKv::truncate. What the speculative loop
+// (generate_speculative_with) runs its target on and ModelDrafter its draft
+// model on, so draft passes, verify passes and rollbacks all run on the device;
+// the processed distributions and the accept/resample rule stay the
+// reference's functions on the host (docs/cuda.md). Bit-identical logits to
+// ReferenceSequence for any block size.
+// ============================================================================
+#include "faults/fault.h"
+#include "optimized/backend.h"
+#include "reference/generate/speculative.h"
+
+namespace oracle::optimized {
+
+class DeviceSequence : public SequenceRunner {
+ public:
+  DeviceSequence(const Model& model, int block_size, const BackendOptions& options = {})
+      : model_(model), dev_(model, DeviceKvOptions{1, block_size, 0, false, 0}, options) {}
+  const Model& model() const override { return model_; }
+  int length() const override { return dev_.kv().length(0); }
+  void truncate(int n) override {
+    if (fault::active(fault::Fault::DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE) && n < length()) n++;  // FAULT: one too many
+    dev_.kv().truncate(0, n);
+  }
+  std::vector<float> forward(std::span<const int> tokens, bool all_logits) override {
+    return dev_.forward(0, tokens, all_logits);
+  }
+
+ private:
+  const Model& model_;
+  Backend dev_;
+};
+
+}  // namespace oracle::optimized

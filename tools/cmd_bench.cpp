@@ -235,8 +235,50 @@ static void print_report(const nlohmann::json& j, const Model& m, const BenchOpt
   if (o.backend == "reference") print_human(j);
 }
 
+// --mode both: the two modes alternate, repetition by repetition (the machine's noise
+// falls on both alike), and the report gives each mode's means and the determinism
+// tax: fast tokens/s over deterministic tokens/s, for decode and prefill.
+static int bench_device_both(const DevicePipeline& dev, const Model& m, const BenchOptions& o) {
+  Progress progress("bench", 2 * o.repetitions, !o.quiet && !json_output(o));
+  std::vector<double> pp[2], tg[2];
+  nlohmann::json last[2];
+  for (int r = 0; r < o.repetitions; r++) {
+    for (int k = 0; k < 2; k++) {
+      last[k] = dev.bench(m, k == 0 ? DeviceMode::Deterministic : DeviceMode::Fast, o.prompt_tokens, o.decode_tokens);
+      pp[k].push_back(last[k]["prefill_tok_s"].get<double>());
+      tg[k].push_back(last[k]["decode_tok_s"].get<double>());
+      progress.update(2 * r + k + 1);
+    }
+  }
+  progress.finish();
+  nlohmann::json j = last[0];
+  for (int k = 0; k < 2; k++) {
+    last[k].update(stats_json(pp[k], tg[k]));
+    j[k == 0 ? "deterministic" : "fast"] = last[k];
+  }
+  j.update(stats_json(pp[0], tg[0]));  // the top level: deterministic, as --mode deterministic
+  j["mode"] = "both";
+  j["determinism_tax_decode"] = last[1]["decode_tok_s"].get<double>() / last[0]["decode_tok_s"].get<double>();
+  j["determinism_tax_prefill"] = last[1]["prefill_tok_s"].get<double>() / last[0]["prefill_tok_s"].get<double>();
+  j["backend"] = o.backend;
+  j["threads"] = o.model.threads;
+  j["repetitions"] = o.repetitions;
+  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
+  j["weight_bytes"] = j["decode_weight_bytes"];
+  j["params"] = n_params(m);
+  if (json_output(o)) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    print_table(j, m, o.backend);
+    std::printf("determinism tax (fast / deterministic tokens/s, means of %d): decode %.3fx, prefill %.3fx\n",
+                o.repetitions, j["determinism_tax_decode"].get<double>(), j["determinism_tax_prefill"].get<double>());
+  }
+  return kExitOk;
+}
+
 static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOptions& o) {
   require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
+  if (o.mode == "both") return bench_device_both(dev, m, o);
   Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
   std::vector<double> pp, tg;
   nlohmann::json j;
@@ -286,7 +328,8 @@ static nlohmann::json tp_ranks_json(dist::Communicator& comm, const KvCache& kv)
 int run_bench(BenchOptions o) {
   const ProcessMemory before = read_process_memory();
   const Model m = load_model_arg(o.model);
-  parse_mode(o.mode);  // a bad --mode is refused for every backend
+  if (o.mode != "both") parse_mode(o.mode);  // a bad --mode is refused for every backend
+  require_input(o.mode != "both" || o.backend != "reference", o.mode, "--mode", "both is for device backends (cuda-emu, cuda)");
   fit_to_context(o, m.config.seq_len);
   const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
   require_input(positions <= m.config.seq_len, m.path, "context_length",
@@ -358,7 +401,7 @@ Command setup_bench(CLI::App& app) {
   sub->add_flag("--json", opts->json, "Print one JSON object");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");
-  sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
+  sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, or both (alternating; reports the determinism tax)");
   sub->add_option("--tp", opts->tp, "Tensor-parallel ranks: run as mpirun -np N (docs/scale.md)")
       ->check(int_in<int>(1, 4096));
   return {sub, [opts] { return run_bench(*opts); }};

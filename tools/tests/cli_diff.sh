@@ -86,7 +86,17 @@ case $CASE in
     jq -e '.backend == "cuda-emu" and .mode == "fast" and .prefill_tok_s > 0 and .decode_tok_s > 0
            and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0' "$WORK/out" >/dev/null \
       || fail "unexpected report: $(cat "$WORK/out")"
-    echo "ok: $(cat "$WORK/out")" ;;
+    echo "ok: $(cat "$WORK/out")"
+    # --mode both: the two modes alternate in one run, each reported, with the determinism tax
+    run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode both \
+      --repetitions 2 --json
+    [ "$RC" -eq 0 ] || fail "--mode both: exit $RC: $(cat "$WORK/err")"
+    jq -e '.mode == "both" and .deterministic.mode == "deterministic" and .fast.mode == "fast"
+           and (.deterministic.samples.decode_tok_s | length) == 2 and (.fast.samples.decode_tok_s | length) == 2
+           and ((.determinism_tax_decode - .fast.decode_tok_s / .deterministic.decode_tok_s) | . * .) < 1e-18
+           and .determinism_tax_prefill > 0' "$WORK/out" >/dev/null \
+      || fail "--mode both: unexpected report: $(cat "$WORK/out")"
+    expect_input_error "" "--mode" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 --mode both ;;
   golden_emu)  # golden verify --backend cuda-emu: every record (sampled ones too) reproduced on the device
     GOLDEN="$(dirname "$0")/../../golden"
     export ORACLE_SHARED_DIR=$SHARED

@@ -15,7 +15,7 @@ s = json.load(open(sys.argv[1]))
 names = [st["step"] for st in s["steps"]]
 assert s["dry_run"] is True and s["missing"] == [], s
 for want in ["configure", "build", "ctest_gpu", "golden_verify_cuda_deterministic", "golden_verify_cuda_fast",
-             "bench_llama3_8b_deterministic", "bench_llama3_8b_fast"]:
+             "bench_llama3_8b_both"]:
     assert want in names, (want, names)
 assert sum(n.startswith("diff_") for n in names) == 14, names
 assert all(st["command"] for st in s["steps"])

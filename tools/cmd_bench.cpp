@@ -235,6 +235,16 @@ static void print_report(const nlohmann::json& j, const Model& m, const BenchOpt
   if (o.backend == "reference") print_human(j);
 }
 
+// The fields every device report carries besides the pipeline's own.
+static void add_device_fields(nlohmann::json& j, const Model& m, const BenchOptions& o) {
+  j["backend"] = o.backend;
+  j["threads"] = o.model.threads;
+  j["repetitions"] = o.repetitions;
+  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
+  j["weight_bytes"] = j["decode_weight_bytes"];
+  j["params"] = n_params(m);
+}
+
 // --mode both: the two modes alternate, repetition by repetition (the machine's noise
 // falls on both alike), and the report gives each mode's means and the determinism
 // tax: fast tokens/s over deterministic tokens/s, for decode and prefill.
@@ -260,12 +270,7 @@ static int bench_device_both(const DevicePipeline& dev, const Model& m, const Be
   j["mode"] = "both";
   j["determinism_tax_decode"] = last[1]["decode_tok_s"].get<double>() / last[0]["decode_tok_s"].get<double>();
   j["determinism_tax_prefill"] = last[1]["prefill_tok_s"].get<double>() / last[0]["prefill_tok_s"].get<double>();
-  j["backend"] = o.backend;
-  j["threads"] = o.model.threads;
-  j["repetitions"] = o.repetitions;
-  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
-  j["weight_bytes"] = j["decode_weight_bytes"];
-  j["params"] = n_params(m);
+  add_device_fields(j, m, o);
   if (json_output(o)) {
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -290,12 +295,7 @@ static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOp
   }
   progress.finish();
   j.update(stats_json(pp, tg));
-  j["backend"] = o.backend;
-  j["threads"] = o.model.threads;
-  j["repetitions"] = o.repetitions;
-  j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
-  j["weight_bytes"] = j["decode_weight_bytes"];
-  j["params"] = n_params(m);
+  add_device_fields(j, m, o);
   print_report(j, m, o);
   return kExitOk;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/tests/kernel_test_support.h"
+#include "optimized/tests/device_test_support.h"
 #include "optimized/backend.h"
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
@@ -97,14 +98,6 @@ std::string random_op(Caches& c, std::mt19937_64& rng, int max_seqs, int seq_len
 }
 
 // ---- contents: device logits against contiguous reference runs -------------------------------
-Model stories260k() {
-  const std::string path = test::models("stories260K/stories260K.bin");
-  INFO("fixture " << path << " is missing (set ORACLE_SHARED_DIR)");
-  REQUIRE(test::have(path));
-  LoadOptions lo;
-  lo.compute_sha256 = false;
-  return load_model(path, lo);
-}
 
 // The last logits row of `tokens` run from an empty contiguous cache (the known answer).
 std::vector<float> solo_logits(const Model& m, const std::vector<int>& tokens) {
@@ -158,7 +151,7 @@ TEST_CASE("device KV: random append/fork/attach/truncate/release keep the refere
 
 TEST_CASE("device KV: forked sequences copy a shared block before writing; logits equal solo runs",
           "[emu][device_kv]") {
-  const Model m = stories260k();
+  const Model m = test::stories260k();
   const std::vector<int> prompt = ids({1, 403, 407, 261, 378, 430, 290, 305, 261, 346, 284});  // 11 tokens
   for (int bs : {1, 3, 4, 16}) {
     const std::string at = "block size " + std::to_string(bs);
@@ -181,7 +174,7 @@ TEST_CASE("device KV: forked sequences copy a shared block before writing; logit
 
 TEST_CASE("device KV: prefix cache shares whole-prefix blocks only; rollback into a cached block copies it",
           "[emu][device_kv]") {
-  const Model m = stories260k();
+  const Model m = test::stories260k();
   // Blocks of 4: A = [p q] + tail, C = [r s] + tail, B = [r q] + tail (B's second block
   // equals A's, but its prefix is C's first block: only one block may be shared).
   const std::vector<int> p = ids({1, 403, 407, 261}), q = ids({378, 430, 290, 305}), r = ids({1, 346, 284, 290}),

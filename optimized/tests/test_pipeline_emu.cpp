@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "kernels/tests/kernel_test_support.h"
+#include "optimized/tests/device_test_support.h"
 #include "optimized/backend.h"
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
@@ -24,14 +25,6 @@ using oracle::kernels::test::count_bit_mismatches;
 
 namespace {
 
-Model stories260k() {
-  const std::string path = test::models("stories260K/stories260K.bin");
-  INFO("fixture " << path << " is missing (set ORACLE_SHARED_DIR)");
-  REQUIRE(test::have(path));
-  LoadOptions lo;
-  lo.compute_sha256 = false;
-  return load_model(path, lo);
-}
 
 std::vector<int> read_ids(const std::string& path) {
   std::ifstream f(path);
@@ -48,7 +41,7 @@ bool same_bits(const std::string& label, const std::vector<float>& want, const s
 
 TEST_CASE("device pipeline: 128 greedy tokens of stories260K, logits bit-identical every step",
           "[emu][pipeline]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   const int vocab = m.config.vocab_size;
   auto t0 = std::chrono::steady_clock::now();
   optimized::Backend dev(m, {1, 16, 0});
@@ -68,7 +61,7 @@ TEST_CASE("device pipeline: 128 greedy tokens of stories260K, logits bit-identic
 }
 
 TEST_CASE("device pipeline: prefill with all logits, then decode (block size 3)", "[emu][pipeline]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   auto ids = read_ids(test::models("stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt"));
   REQUIRE(ids.size() >= 4);
   std::vector<int> prompt = {1, ids[0], ids[1], ids[2], ids[3]};  // BOS " Once upon a time"
@@ -90,7 +83,7 @@ TEST_CASE("device pipeline: prefill with all logits, then decode (block size 3)"
 
 TEST_CASE("device pipeline: continuous batch of 3 sequences equals the reference batch",
           "[emu][pipeline]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   const int vocab = m.config.vocab_size;
   optimized::Backend dev(m, {3, 16, 0});
   KvCacheOptions ko;
@@ -117,7 +110,7 @@ TEST_CASE("device pipeline: continuous batch of 3 sequences equals the reference
 // Teacher-forced on the reference's greedy tokens so both see the same history.
 // Bound (docs/cuda.md): per step, max |logit_fast - logit_ref| <= 1e-4 * max(1, max |logit_ref|).
 TEST_CASE("device pipeline, fast mode: logits within the documented bound for 128 steps", "[emu][pipeline][fast]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   const int vocab = m.config.vocab_size;
   optimized::BackendOptions fast;
   fast.mode = optimized::Mode::Fast;
@@ -258,7 +251,7 @@ Trace recorder(std::vector<TraceEntry>& out) {
 }  // namespace
 
 TEST_CASE("device pipeline: trace names, positions and values equal oracle::forward's", "[emu][pipeline]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   std::vector<TraceEntry> want, got;
   Trace tw = recorder(want), tg = recorder(got);
   optimized::BackendOptions bo;
@@ -286,7 +279,7 @@ TEST_CASE("device pipeline: trace names, positions and values equal oracle::forw
 
 TEST_CASE("device pipeline: bad input throws InputError naming the field and leaves the cache unchanged",
           "[emu][pipeline]") {
-  Model m = stories260k();
+  Model m = test::stories260k();
   optimized::Backend dev(m, {2, 16, 0});
   std::vector<int> ok = {1, 2, 3};
   dev.forward(0, ok);

@@ -13,7 +13,7 @@ M=$SHARED/models
 dir=${FUZZ_DIR:-${SANITIZE_DIR:-build/asan}}
 secs=${FUZZ_SECONDS:-60}
 targets=${*:-"fuzz_gguf fuzz_llama2c fuzz_safetensors fuzz_tokenizer_file fuzz_tokenizer_bytes fuzz_replay_log fuzz_engine_log fuzz_replay_log_parser"}
-CXX=clang++ CC=clang cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORACLE_FUZZ=ON \
+CXX=clang++ CC=clang cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DORACLE_FUZZ=ON \
   -DORACLE_SANITIZE=ON -DORACLE_NATIVE=OFF -DORACLE_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >/dev/null
 # shellcheck disable=SC2086

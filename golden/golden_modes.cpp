@@ -7,7 +7,7 @@
 // --backend cuda-emu runs every record on the device pipeline (optimized/, kernels
 // emulated on the CPU): batched, paged and prefix-shared through DeviceBatchEngine
 // (continuous batching, paged DeviceKv with copy-on-write and the prefix cache, the
-// device sampler chain), rollback on a device sequence, speculative with the target's
+// device sampler chain), rollback's passes and truncation on a DeviceSequence, speculative with the target's
 // and the draft model's passes and rollbacks on DeviceSequence (the processed
 // distributions and the accept/resample rule: the reference's functions on the host).
 // Besides matching its committed hashes, each record is checked against an
@@ -155,50 +155,34 @@ json run_speculative(const json& r, bool device, std::string& note) {
 
 // Prompt, `first` sampled tokens, rollback to prompt + keep, then `second` sampled
 // tokens with another seed; records every step's logits hash and token.
-// The rollback record's one sequence: on the reference KvCache, or on the device
-// (Backend's paged DeviceKv, the DeviceSampler chain on the logits where they lie).
-struct RollbackSeq {
-  RollbackSeq(const Model& m, const KvCacheOptions& ko, bool device) : model(m), kv(m.config, ko) {
-    if (device) dev = std::make_unique<optimized::Backend>(m, optimized::device_kv_options(ko, 1));
-  }
-  std::vector<float> forward(std::span<const int> tokens) {
-    return dev ? dev->forward(0, tokens) : oracle::forward(model, kv, 0, tokens);
-  }
-  void truncate(int n) { dev ? dev->kv().truncate(0, n) : kv.truncate(0, n); }
-  int sample(const SamplerConfig& s, std::span<const float> logits, const SamplingContext& ctx) {
-    if (!dev) return oracle::sample(build_chain(s), logits, ctx).token;
-    optimized::DeviceSampler ds(s, model.config.vocab_size);
-    return ds.sample(dev->logits_device(), std::span<const SamplingContext>(&ctx, 1), 0)[0].token;
-  }
-  const Model& model;
-  KvCache kv;
-  std::unique_ptr<optimized::Backend> dev;
-};
-
 json run_rollback(const json& r, bool device, std::string& note) {
   const Fixture& f = fixture(r["model"]);
   const int vocab = f.model.config.vocab_size, keep = r["keep"];
   KvCacheOptions ko;
   ko.paged = r.value("block_size", 0) > 0;
   ko.block_size = std::max(1, r.value("block_size", 16));
-  RollbackSeq seq(f.model, ko, device);
+  // The sequence's passes and rollback: the reference KvCache, or the device's paged DeviceKv.
+  std::unique_ptr<SequenceRunner> seq;
+  if (device) seq = std::make_unique<optimized::DeviceSequence>(f.model, ko.paged ? ko.block_size : 16);
+  else seq = std::make_unique<ReferenceSequence>(f.model, ko);
   std::vector<int> history = f.tokenizer.encode(r["prompts"][0], true);
   const size_t n_prompt = history.size();
   json tokens = json::array(), hashes = json::array();
-  std::vector<float> logits = seq.forward(history);
+  std::vector<float> logits = seq->forward(history, false);
   auto decode = [&](const SamplerConfig& s, int n) {
+    const SamplerChain chain = build_chain(s);
     for (int i = 0; i < n; i++) {
       hashes.push_back(logits_hash(logits));
-      const int y = seq.sample(s, logits, SamplingContext{history, rng::RngKey{s.seed, 0, (uint32_t)history.size()}});
+      const int y = sample(chain, logits, SamplingContext{history, rng::RngKey{s.seed, 0, (uint32_t)history.size()}}).token;
       tokens.push_back(y);
       history.push_back(y);
-      logits = seq.forward(std::span<const int>(&y, 1));
+      logits = seq->forward(std::span<const int>(&y, 1), false);
     }
   };
   decode(sampler(r["samplers"][0], r["seeds"][0]), r["first"]);
   history.resize(n_prompt + (size_t)keep);
-  seq.truncate((int)history.size() - 1);  // re-run the last kept token for its logits
-  logits = seq.forward(std::span<const int>(&history.back(), 1));
+  seq->truncate((int)history.size() - 1);  // re-run the last kept token for its logits
+  logits = seq->forward(std::span<const int>(&history.back(), 1), false);
   const size_t after = hashes.size();
   decode(sampler(r["samplers"][1], r["seeds"][1]), r["second"]);
   // invariant: the steps after the rollback equal a straight run of the same tokens

@@ -128,7 +128,13 @@
   X(DEVICE_BATCH_SAMPLES_ROW0, "optimized", "DeviceBatchEngine::sample",                                         \
     "every running request of a device batch step samples logits row 0 (the first request's)", "test_device_batch") \
   X(DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE, "optimized", "DeviceSequence::truncate",                                 \
-    "the device rollback after a speculative round keeps one rejected position", "test_device_batch")
+    "the device rollback after a speculative round keeps one rejected position", "test_device_batch")     \
+  X(BACKEND_GRAPH_KEY_IGNORES_BOUND, "optimized", "Backend::run_rows step graphs",                              \
+    "decode-step graphs are keyed without the attention chunk bound, so a graph captured for short contexts "   \
+    "is replayed when the context has grown past it", "test_backend_graphs")                                   \
+  X(FAST_GEMM_DROPS_LAST_K, "kernels", "gemm_fast.cu emulated stand-in",                                       \
+    "the fast-mode GEMM leaves out the last term of every dot product (close, but not within its bound)",      \
+    "test_pipeline_emu:[fast]")
 
 namespace oracle::fault {
 

@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "faults/fault.h"
+
 namespace oracle::kernels {
 
 #if defined(ORACLE_CUDA_EMULATION)
@@ -19,7 +21,8 @@ __global__ void gemm_standin_kernel(const float* W, const float* x, float* out, 
   if (idx >= (long long)N * T) return;
   const long long i = idx % N, t = idx / N;
   float acc = 0.0f;
-  for (int k = 0; k < K; k++) acc = std::fma(W[i * K + k], x[t * K + k], acc);
+  const int end = fault::active(fault::Fault::FAST_GEMM_DROPS_LAST_K) ? K - 1 : K;  // FAULT: drops the last term
+  for (int k = 0; k < end; k++) acc = std::fma(W[i * K + k], x[t * K + k], acc);
   out[idx] = acc;
 }
 }  // namespace

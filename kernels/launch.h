@@ -7,7 +7,10 @@
 // (nvcc) or runs the kernel on the host emulation (ORACLE_CUDA_EMULATION), so
 // the emulated and the real launch configurations cannot drift apart.
 // `sync` tells the emulation that the kernel uses __syncthreads or warp
-// primitives (fibers needed); it is ignored on the GPU.
+// primitives (fibers needed); it is ignored on the GPU. `stream` is where the
+// launch goes: while a stream is captured into a CUDA graph, a launch on it is
+// recorded, and a launch on any other stream fails (on the GPU and, with the
+// same error, in the emulation: kernels/emu/cuda_emu.h "stream capture").
 // ============================================================================
 #include <cstddef>
 #include <stdexcept>
@@ -71,7 +74,8 @@ inline void check_cuda(cudaError_t e, const char* what) {
 template <typename... Params, typename... Args>
 void launch(const LaunchConfig& c, void (*kernel)(Params...), Args&&... args) {
 #if defined(ORACLE_CUDA_EMULATION)
-  emu::launch(kernel, c.grid, c.block, c.shared_bytes, c.sync, std::forward<Args>(args)...);
+  check_cuda(emu::launch(kernel, c.grid, c.block, c.shared_bytes, c.sync, c.stream, std::forward<Args>(args)...),
+             "kernel launch");
 #else
   kernel<<<c.grid, c.block, c.shared_bytes, c.stream>>>(std::forward<Args>(args)...);
   check_cuda(cudaGetLastError(), "kernel launch");

@@ -15,6 +15,7 @@
 #include "kernels/matmul.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 
 namespace oracle::optimized {
@@ -34,6 +35,16 @@ void grow(Scratch& s, const Config& c, int n) {
   s.logits.resize((size_t)n * c.vocab_size);
   s.rows = n;
 }
+
+// The attention grid's position bound of a graphed step: the chunk count rounded up
+// to a power of two (at most the context's), so one graph per batch shape serves
+// every step until the longest sequence crosses the next power of two of chunks.
+// Any bound >= every position gives the same bits (kernels/attention.cuh).
+int graph_pos_bound(int max_pos, int seq_len) {
+  int chunks = 1;
+  while (chunks < k::attention_chunks(max_pos)) chunks *= 2;
+  return std::max(max_pos, std::min(chunks * k::kAttnChunk, seq_len) - 1);
+}
 }  // namespace
 
 Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const BackendOptions& options)
@@ -42,12 +53,15 @@ Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const Ba
 }
 
 // Quantized matrices always take the deterministic dequantizing GEMV.
-void Backend::matmul(float* out, const float* x, const DeviceMatrix& W, int T, int K, int N) {
-  if (W.type == DType::Q8_0) k::matmul_q8_0(out, x, W.quant.get(), T, K, N);
-  else if (W.type == DType::Q4_0) k::matmul_q4_0(out, x, W.quant.get(), T, K, N);
-  else if (W.type != DType::F32) k::matmul_stored(out, x, W.quant.get(), W.stored, T, K, N);
-  else if (fast_gemm_) fast_gemm_->run(out, x, W.f32.get(), T, K, N, options_.precision);
-  else k::matmul_f32(out, x, W.f32.get(), T, K, N);
+void Backend::matmul(const char* op, float* out, const float* x, const DeviceMatrix& W, int T, int K, int N) {
+  if (W.type == DType::Q8_0) k::matmul_q8_0(out, x, W.quant.get(), T, K, N, stream_.get());
+  else if (W.type == DType::Q4_0) k::matmul_q4_0(out, x, W.quant.get(), T, K, N, stream_.get());
+  else if (W.type != DType::F32) k::matmul_stored(out, x, W.quant.get(), W.stored, T, K, N, stream_.get());
+  else if (fast_gemm_) {
+    fast_gemm_->run(out, x, W.f32.get(), T, K, N, options_.precision, stream_.get());
+    if (options_.audit) options_.audit->check(op, x, W.f32.get(), out, T, K, N);
+  }
+  else k::matmul_f32(out, x, W.f32.get(), T, K, N, stream_.get());
 }
 
 void Backend::emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count) {
@@ -66,45 +80,58 @@ void Backend::attention_block(int l, int n, int max_pos) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  k::rmsnorm(s_.xb.get(), s_.x.get(), w.attn_norm.get(), n, c.dim, c.norm_eps);
+  k::rmsnorm(s_.xb.get(), s_.x.get(), w.attn_norm.get(), n, c.dim, c.norm_eps, stream_.get());
   emit("blk.%d.attn_norm", l, s_.xb, c.dim, 0, n);
-  matmul(s_.q.get(), s_.xb.get(), w.wq, n, c.dim, q_dim);
-  matmul(s_.k.get(), s_.xb.get(), w.wk, n, c.dim, kv_dim);
-  matmul(s_.v.get(), s_.xb.get(), w.wv, n, c.dim, kv_dim);
-  if (w.bq.size()) k::add_bias_rows(s_.q.get(), w.bq.get(), n, q_dim);  // qkv_bias models
-  if (w.bk.size()) k::add_bias_rows(s_.k.get(), w.bk.get(), n, kv_dim);
-  if (w.bv.size()) k::add_bias_rows(s_.v.get(), w.bv.get(), n, kv_dim);
+  matmul("attn_q", s_.q.get(), s_.xb.get(), w.wq, n, c.dim, q_dim);
+  matmul("attn_k", s_.k.get(), s_.xb.get(), w.wk, n, c.dim, kv_dim);
+  matmul("attn_v", s_.v.get(), s_.xb.get(), w.wv, n, c.dim, kv_dim);
+  if (w.bq.size()) k::add_bias_rows(s_.q.get(), w.bq.get(), n, q_dim, stream_.get());  // qkv_bias models
+  if (w.bk.size()) k::add_bias_rows(s_.k.get(), w.bk.get(), n, kv_dim, stream_.get());
+  if (w.bv.size()) k::add_bias_rows(s_.v.get(), w.bv.get(), n, kv_dim, stream_.get());
   k::rope(s_.q.get(), s_.k.get(), s_.positions.get(), model_.rope_cos.get(), model_.rope_sin.get(), n,
-          c.n_heads, c.n_kv_heads, c.head_dim);
+          c.n_heads, c.n_kv_heads, c.head_dim, stream_.get());
   emit("blk.%d.q", l, s_.q, q_dim, 0, n);
   emit("blk.%d.k", l, s_.k, kv_dim, 0, n);
   emit("blk.%d.v", l, s_.v, kv_dim, 0, n);
   const k::PagedKvLayer layer = kv_.layer(l);
-  k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n);
+  k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n, stream_.get());
   k::attention(s_.att.get(), s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
-               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get());
+               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), stream_.get());
   emit("blk.%d.attn_out", l, s_.att, q_dim, 0, n);
-  matmul(s_.proj.get(), s_.att.get(), w.wo, n, q_dim, c.dim);
+  matmul("attn_output", s_.proj.get(), s_.att.get(), w.wo, n, q_dim, c.dim);
   emit("blk.%d.attn_proj", l, s_.proj, c.dim, 0, n);
-  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
+  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim, stream_.get());
 }
 
 // ---- feed-forward block: norm, gate/up, SwiGLU, down, residual ---------------------
 void Backend::ffn_block(int l, int n) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
-  k::rmsnorm(s_.xb.get(), s_.x.get(), w.ffn_norm.get(), n, c.dim, c.norm_eps);
+  k::rmsnorm(s_.xb.get(), s_.x.get(), w.ffn_norm.get(), n, c.dim, c.norm_eps, stream_.get());
   emit("blk.%d.ffn_norm", l, s_.xb, c.dim, 0, n);
-  matmul(s_.gate.get(), s_.xb.get(), w.w_gate, n, c.dim, c.hidden_dim);
-  matmul(s_.up.get(), s_.xb.get(), w.w_up, n, c.dim, c.hidden_dim);
+  matmul("ffn_gate", s_.gate.get(), s_.xb.get(), w.w_gate, n, c.dim, c.hidden_dim);
+  matmul("ffn_up", s_.up.get(), s_.xb.get(), w.w_up, n, c.dim, c.hidden_dim);
   emit("blk.%d.ffn_gate", l, s_.gate, c.hidden_dim, 0, n);
   emit("blk.%d.ffn_up", l, s_.up, c.hidden_dim, 0, n);
-  k::swiglu(s_.gate.get(), s_.gate.get(), s_.up.get(), (long long)n * c.hidden_dim);
+  k::swiglu(s_.gate.get(), s_.gate.get(), s_.up.get(), (long long)n * c.hidden_dim, stream_.get());
   emit("blk.%d.ffn_act", l, s_.gate, c.hidden_dim, 0, n);
-  matmul(s_.proj.get(), s_.gate.get(), w.w_down, n, c.hidden_dim, c.dim);
+  matmul("ffn_down", s_.proj.get(), s_.gate.get(), w.w_down, n, c.hidden_dim, c.dim);
   emit("blk.%d.ffn_out", l, s_.proj, c.dim, 0, n);
-  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim);
+  k::residual_add(s_.x.get(), s_.proj.get(), (long long)n * c.dim, stream_.get());
   emit("blk.%d.resid", l, s_.x, c.dim, 0, n);
+}
+
+// Uploads the rows' tokens, sequences and positions and the block tables; returns the largest position.
+int Backend::stage_rows(const std::vector<Row>& rows) {
+  const int n = (int)rows.size();
+  std::vector<int> tok(n), seq(n), pos(n);
+  for (int i = 0; i < n; i++) tok[i] = rows[i].token, seq[i] = rows[i].seq, pos[i] = rows[i].pos;
+  row_pos_ = pos;
+  s_.tokens.upload(tok.data(), n);
+  s_.seqs.upload(seq.data(), n);
+  s_.positions.upload(pos.data(), n);
+  kv_.sync_table();
+  return *std::max_element(pos.begin(), pos.end());
 }
 
 // ---- rows through the model; logits of rows [first, n) ---------------------------------
@@ -124,34 +151,42 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   require_input(kv_.can_append(counts), "device_kv", "n_blocks", "the KV block pool is exhausted");
   for (Row& r : rows) r.pos = kv_.append(r.seq, std::span<const int>(&r.token, 1));
   const int n = (int)rows.size();
+  if (n > s_.rows) graphs_.clear();  // the scratch moves: every captured pointer changes
   grow(s_, c, n);
-  std::vector<int> tok(n), seq(n), pos(n);
-  for (int i = 0; i < n; i++) tok[i] = rows[i].token, seq[i] = rows[i].seq, pos[i] = rows[i].pos;
-  row_pos_ = pos;
-  s_.tokens.upload(tok.data(), n);
-  s_.seqs.upload(seq.data(), n);
-  s_.positions.upload(pos.data(), n);
-  kv_.sync_table();
-  const int max_pos = *std::max_element(pos.begin(), pos.end());
-  k::embedding(s_.x.get(), model_.token_embedding.get(), s_.tokens.get(), n, c.vocab_size, c.dim);
-  for (int l = 0; l < c.n_layers; l++) {
-    attention_block(l, n, max_pos);
-    ffn_block(l, n);
-  }
+  const int max_pos = stage_rows(rows);
   const int first = all_logits ? 0 : n - 1, n_out = n - first;
-  k::rmsnorm(s_.xb.get(), s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), n_out, c.dim,
-             c.norm_eps);
-  matmul(s_.logits.get(), s_.xb.get(), model_.classifier, n_out, c.dim, c.vocab_size);
-  if (options_.trace) {  // head rows sit at 0.. in xb/logits; their positions at first..
-    row_pos_.erase(row_pos_.begin(), row_pos_.begin() + first);
-    emit("output_norm", 0, s_.xb, c.dim, 0, n_out);
-    emit("logits", 0, s_.logits, c.vocab_size, 0, n_out);
+  // A decode step (one row per sequence, no trace or audit) replays the graph of its shape.
+  if (options_.cuda_graphs && !options_.trace && !options_.audit && counts.size() == rows.size()) {
+    const int bound = graph_pos_bound(max_pos, c.seq_len);
+    const StepShape shape{n, first, fault::active(fault::Fault::BACKEND_GRAPH_KEY_IGNORES_BOUND) ? 0 : bound};
+    graphs_.run(shape, stream_.get(), [&] { run_layers(n, first, bound); });  // FAULT: key without the bound
+  } else {
+    run_layers(n, first, max_pos);
   }
   last_first_ = first, last_rows_ = n_out;
   std::vector<float> logits((size_t)n_out * c.vocab_size);
   kernels::check_cuda(cudaDeviceSynchronize(), "forward");
   s_.logits.download(logits.data(), logits.size());
   return logits;
+}
+
+// Embedding, the layers and the head of n rows on stream_ (what a step graph records).
+void Backend::run_layers(int n, int first, int max_pos) {
+  const Config& c = config();
+  const int n_out = n - first;
+  k::embedding(s_.x.get(), model_.token_embedding.get(), s_.tokens.get(), n, c.vocab_size, c.dim, stream_.get());
+  for (int l = 0; l < c.n_layers; l++) {
+    attention_block(l, n, max_pos);
+    ffn_block(l, n);
+  }
+  k::rmsnorm(s_.xb.get(), s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), n_out, c.dim,
+             c.norm_eps, stream_.get());
+  matmul("output", s_.logits.get(), s_.xb.get(), model_.classifier, n_out, c.dim, c.vocab_size);
+  if (options_.trace) {  // head rows sit at 0.. in xb/logits; their positions at first..
+    row_pos_.erase(row_pos_.begin(), row_pos_.begin() + first);
+    emit("output_norm", 0, s_.xb, c.dim, 0, n_out);
+    emit("logits", 0, s_.logits, c.vocab_size, 0, n_out);
+  }
 }
 
 std::vector<float> Backend::forward(int seq, std::span<const int> tokens, bool all_logits) {
@@ -176,7 +211,7 @@ std::vector<float> Backend::forward_batch(std::span<const int> seqs, std::span<c
 std::vector<int> Backend::argmax_last() {
   std::vector<int> ids(last_rows_);
   if (last_rows_ == 0) return ids;
-  k::argmax_rows(s_.argmax.get(), s_.logits.get(), last_rows_, config().vocab_size);
+  k::argmax_rows(s_.argmax.get(), s_.logits.get(), last_rows_, config().vocab_size, stream_.get());
   s_.argmax.download(ids.data(), ids.size());
   return ids;
 }

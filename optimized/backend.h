@@ -15,8 +15,10 @@
 #include "kernels/gemm_fast.cuh"
 #include "reference/compute/forward.h"
 
+#include "optimized/device_graph.h"
 #include "optimized/device_kv.h"
 #include "optimized/device_model.h"
+#include "optimized/fast_audit.h"
 
 namespace oracle::optimized {
 
@@ -46,6 +48,11 @@ struct BackendOptions {
   // ..., "logits"; values copied back from the device), for `oracle diff`.
   Trace* trace = nullptr;
   kernels::FastPrecision precision = kernels::FastPrecision::F32;  // Fast mode only
+  // Decode steps (one row per sequence, no trace) run as a CUDA graph captured
+  // once per shape (device_graph.h); false: every launch issued eagerly.
+  bool cuda_graphs = true;
+  // Fast mode: every fast matmul checked against its derived bound (fast_audit.h).
+  FastAudit* audit = nullptr;
 };
 
 class Backend {
@@ -67,24 +74,30 @@ class Backend {
   const DeviceKv& kv() const { return kv_; }
   const DeviceModel& model() const { return model_; }
   const Config& config() const { return model_.config(); }
+  const StepGraphs& graphs() const { return graphs_; }
 
  private:
   struct Row {
     int seq, pos, token;
   };
   std::vector<float> run_rows(std::vector<Row> rows, bool all_logits);
+  int stage_rows(const std::vector<Row>& rows);
+  void run_layers(int n, int first, int max_pos);
   void attention_block(int l, int n, int max_pos);
   void ffn_block(int l, int n);
   // out (T, N) = x (T, K) · W^T in the configured mode.
-  void matmul(float* out, const float* x, const DeviceMatrix& W, int T, int K, int N);
+  // `op` names the matrix for the fast-mode audit ("attn_q", ..., "output").
+  void matmul(const char* op, float* out, const float* x, const DeviceMatrix& W, int T, int K, int N);
   // Sends rows [first, first + count) of a (rows, width) device buffer to the trace.
   void emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count);
 
   BackendOptions options_;
+  DeviceStream stream_;  // every launch of a call; a step graph is captured from it
   std::unique_ptr<kernels::FastGemm> fast_gemm_;  // Fast mode only
   DeviceModel model_;
   DeviceKv kv_;
   Scratch s_;
+  StepGraphs graphs_;  // after s_: destroyed before the buffers its graphs point into
   int last_first_ = 0, last_rows_ = 0;  // logits rows of the last call: [first, first + rows)
   std::vector<int> row_pos_;             // (rows of the current call) positions, for the trace
 };

@@ -67,7 +67,7 @@ else
 fi
 step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORACLE_ENABLE_CUDA=ON \
   -DORACLE_SHARED_DIR="$shared"
-step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda test_sampler_cuda test_device_kv_cuda test_device_batch_cuda
+step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda test_sampler_cuda test_device_kv_cuda test_device_batch_cuda test_backend_graphs_cuda
 step ctest_gpu 120 ctest --test-dir "$build" -L gpu --output-on-failure
 
 # oracle diff on the real models, both modes (JSON reports kept).

@@ -17,6 +17,17 @@ namespace oracle::tools {
 
 enum class DeviceMode { Deterministic, Fast };
 
+// Fast mode's per-op check (optimized/fast_audit.h, docs/cuda.md): every fast
+// matmul of one matrix kind ("attn_q", ..., "output") against its derived bound.
+struct FastOpCheck {
+  std::string op;
+  int K = 0;
+  double rel_bound = 0;     // b(K, precision): allowance per unit of sum |W x|
+  long long elements = 0;   // outputs checked
+  long long over = 0;       // outputs beyond their allowance
+  double worst_ratio = 0;   // max |error| / allowance
+};
+
 // One device pipeline: what the subcommands run on it.
 struct DevicePipeline {
   const char* name;  // "cuda-emu" | "cuda"
@@ -40,8 +51,10 @@ struct DevicePipeline {
   // bandwidth (and the GPU's peak, on the GPU).
   nlohmann::json (*bench)(const Model& m, DeviceMode mode, int prompt_tokens, int decode_tokens);
   // Feeds tokens[0, prompt_tokens) in one call, then the rest one at a time,
-  // sending every named intermediate to `trace` (oracle diff).
-  void (*trace)(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& trace);
+  // sending every named intermediate to `trace` (oracle diff). Fast mode with
+  // `fast_ops`: every fast matmul is also checked against its derived bound.
+  void (*trace)(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& trace,
+                std::vector<FastOpCheck>* fast_ops);
 };
 
 // The emulated pipeline (always linked) and the GPU one (null without CUDA).

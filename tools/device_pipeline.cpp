@@ -94,10 +94,17 @@ std::vector<float> logits(const Model& m, const std::vector<int>& tokens, bool a
 }
 
 // ---- oracle diff -----------------------------------------------------------------------------
-void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& t) {
-  optimized::Backend dev = single_sequence(m, mode, &t);
+void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& t,
+           std::vector<FastOpCheck>* fast_ops) {
+  optimized::BackendOptions bo = backend_options(mode, &t);
+  optimized::FastAudit audit(bo.precision);
+  if (fast_ops && mode == DeviceMode::Fast) bo.audit = &audit;
+  optimized::Backend dev(m, {1, 16, 0}, bo);
   dev.forward(0, std::span<const int>(tokens.data(), (size_t)prompt_tokens));
   for (size_t i = (size_t)prompt_tokens; i < tokens.size(); i++) dev.forward(0, std::span<const int>(&tokens[i], 1));
+  if (!bo.audit) return;
+  for (const auto& [op, s] : audit.ops())
+    fast_ops->push_back({op, s.K, s.rel_bound, s.elements, s.over, s.worst_ratio});
 }
 
 // ---- benchmark ------------------------------------------------------------------------------

@@ -262,9 +262,16 @@ void set_block_index(dim3 grid, unsigned b) {
 
 }  // namespace
 
+namespace {
+thread_local long long t_launches = 0;
+}  // namespace
+
+long long launches_run() { return t_launches; }
+
 void launch_raw(KernelThunk thunk, void* closure, dim3 grid, dim3 block, size_t shared_bytes,
                 bool sync) {
   Emulator& e = t_emu;
+  t_launches++;
   if (e.thunk) fatal("nested kernel launch");
   const int n_threads = (int)(block.x * block.y * block.z);
   const unsigned n_blocks = grid.x * grid.y * grid.z;
@@ -360,34 +367,3 @@ int lane_id() { return require_fiber("a warp primitive")->lane; }
 void* dynamic_shared() { return t_emu.dynamic_shared.data(); }
 
 }  // namespace emu
-
-// ---- runtime API shims ------------------------------------------------------------
-cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaFree(void* p) {
-  std::free(p);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
-  if (bytes) std::memmove(dst, src, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
-}
-cudaError_t cudaMemset(void* p, int value, size_t bytes) {
-  if (bytes) std::memset(p, value, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-  return cudaMemset(p, value, bytes);
-}
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaGetLastError() { return cudaSuccess; }
-const char* cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "out of memory (emulated)";
-}

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -52,6 +53,24 @@ struct uint3 {
   unsigned x = 0, y = 0, z = 0;
 };
 
+// The runtime's error codes the emulation returns (values as in driver_types.h).
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
+};
+using cudaStream_t = struct emu_stream*;
+using cudaGraph_t = struct emu_graph*;
+using cudaGraphExec_t = struct emu_graph_exec*;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+
 namespace emu {
 
 // Per-OS-thread state of the running emulated thread (set before every resume).
@@ -67,21 +86,47 @@ using KernelThunk = void (*)(void* closure);
 // Runs thunk(closure) once per thread of every block (see execution model above).
 void launch_raw(KernelThunk thunk, void* closure, dim3 grid, dim3 block, size_t shared_bytes,
                 bool sync);
+// Kernel launches run so far on this OS thread (eager launches and graph replays).
+long long launches_run();
 
-// Kernel launch: emu::launch(kernel, grid, block, shared_bytes, sync, args...).
+// ---- stream capture (CUDA graphs; kernels/emu/cuda_emu_graph.cpp) -----------------
+// While this OS thread captures a stream, a launch, cudaMemcpyAsync or
+// cudaMemsetAsync on that stream is recorded as a graph node (kernel arguments
+// copied by value, as the GPU does) instead of running; a launch on any other
+// stream, or a synchronous copy, cudaMalloc/cudaFree or a device/stream
+// synchronisation, is what the GPU refuses during a capture: it returns the
+// GPU's error and invalidates the capture (cudaStreamEndCapture then fails).
+enum class CaptureRole { None, Record, Illegal };
+CaptureRole capture_role(cudaStream_t stream);
+void record_kernel(KernelThunk thunk, std::shared_ptr<void> closure, dim3 grid, dim3 block, size_t shared_bytes,
+                   bool sync);
+cudaError_t capture_violation(cudaError_t error);  // invalidates the capture, returns error
+
+// Kernel launch: emu::launch(kernel, grid, block, shared_bytes, sync, stream, args...).
 template <typename... Params, typename... Args>
-void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, bool sync,
-            Args&&... args) {
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, bool sync,
+                   cudaStream_t stream, Args&&... args) {
   struct Closure {
     void (*kernel)(Params...);
     std::tuple<Params...> args;
-  } closure{kernel, std::tuple<Params...>(std::forward<Args>(args)...)};
-  launch_raw(
-      [](void* c) {
-        auto* cl = static_cast<Closure*>(c);
-        std::apply(cl->kernel, cl->args);  // each thread gets its own copy of the arguments
-      },
-      &closure, grid, block, shared_bytes, sync);
+  };
+  constexpr KernelThunk thunk = [](void* c) {
+    auto* cl = static_cast<Closure*>(c);
+    std::apply(cl->kernel, cl->args);  // each thread gets its own copy of the arguments
+  };
+  switch (capture_role(stream)) {
+    case CaptureRole::None: {
+      Closure closure{kernel, std::tuple<Params...>(std::forward<Args>(args)...)};
+      launch_raw(thunk, &closure, grid, block, shared_bytes, sync);
+      return cudaSuccess;
+    }
+    case CaptureRole::Record:
+      record_kernel(thunk, std::make_shared<Closure>(Closure{kernel, std::tuple<Params...>(std::forward<Args>(args)...)}),
+                    grid, block, shared_bytes, sync);
+      return cudaSuccess;
+    case CaptureRole::Illegal: break;
+  }
+  return capture_violation(cudaErrorStreamCaptureImplicit);
 }
 
 // ---- warp / block synchronisation (fiber mode only) ---------------------------
@@ -203,7 +248,6 @@ T atomicCAS(T* p, T compare, T v) {
 }
 
 // ---- runtime API shims over host memory -----------------------------------------
-enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -211,8 +255,6 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4
 };
-using cudaStream_t = struct emu_stream*;
-
 cudaError_t cudaMalloc(void** p, size_t bytes);
 template <typename T>
 cudaError_t cudaMalloc(T** p, size_t bytes) {
@@ -227,4 +269,17 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaGetLastError();
+// Streams and graphs: capture records (see emu::capture_role), a graph launch
+// replays the recorded nodes in order on the calling thread.
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+namespace emu {
+size_t graph_node_count(cudaGraphExec_t exec);  // the recorded launch list's length
+}  // namespace emu
 const char* cudaGetErrorString(cudaError_t e);

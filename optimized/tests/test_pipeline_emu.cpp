@@ -138,6 +138,73 @@ TEST_CASE("device pipeline, fast mode: logits within the documented bound for 12
   CHECK(agree >= 126);
 }
 
+// ---- fast mode: the derived per-op bound (optimized/fast_audit.h) ------------------------
+TEST_CASE("fast mode bound: b(K) known answers", "[emu][pipeline][fast]") {
+  using kernels::FastPrecision;
+  const double u = 0x1p-24;
+  CHECK(optimized::fast_gemm_rel_bound(1, FastPrecision::F32) == u / (1 - u));
+  CHECK(optimized::fast_gemm_rel_bound(4096, FastPrecision::F32) == 4096 * u / (1 - 4096 * u));
+  // TF32 at K = 1: (1 + 2^-10)^2 (1 + 2u / (1 - 2u)) - 1 = 2^-9 + 2^-20 + 2^-23 + 2^-32 + O(2^-43).
+  const double t1 = optimized::fast_gemm_rel_bound(1, FastPrecision::TF32);
+  CHECK(std::fabs(t1 - (0x1p-9 + 0x1p-20 + 0x1p-23 + 0x1p-32)) < 1e-12);
+  CHECK(optimized::fast_gemm_rel_bound(64, FastPrecision::TF32) > optimized::fast_gemm_rel_bound(64, FastPrecision::F32));
+}
+
+TEST_CASE("fast mode bound: the audit passes the exact product and fails one perturbed element", "[emu][pipeline][fast]") {
+  const int T = 2, K = 48, N = 3;
+  std::vector<float> x(T * K), W(N * K), out(T * N);
+  for (int i = 0; i < T * K; i++) x[i] = 0.25f * (float)((i * 7) % 13) - 1.5f;
+  for (int i = 0; i < N * K; i++) W[i] = 0.125f * (float)((i * 5) % 11) - 0.625f;
+  double mag01 = 0;  // sum |W[1,k] x[0,k]| (every product and sum here is exact in float)
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < N; i++) {
+      float acc = 0;
+      for (int k = 0; k < K; k++) acc += W[i * K + k] * x[t * K + k];
+      out[t * N + i] = acc;
+    }
+  for (int k = 0; k < K; k++) mag01 += std::fabs((double)W[K + k] * x[k]);
+  optimized::DeviceBuffer<float> dx(x.size()), dW(W.size()), dout(out.size());
+  dx.upload(x.data(), x.size()), dW.upload(W.data(), W.size()), dout.upload(out.data(), out.size());
+  optimized::FastAudit exact(kernels::FastPrecision::F32);
+  exact.check("op", dx.get(), dW.get(), dout.get(), T, K, N);
+  CHECK(exact.within());
+  CHECK(exact.ops().at("op").elements == T * N);
+  CHECK(exact.ops().at("op").worst_ratio == 0.0);
+  // Twice the allowance away on element (0, 1): caught.
+  out[1] += (float)(2.5 * optimized::fast_gemm_rel_bound(K, kernels::FastPrecision::F32) * mag01);
+  dout.upload(out.data(), out.size());
+  optimized::FastAudit off(kernels::FastPrecision::F32);
+  off.check("op", dx.get(), dW.get(), dout.get(), T, K, N);
+  CHECK_FALSE(off.within());
+  CHECK(off.ops().at("op").over == 1);
+}
+
+// Catches FAST_GEMM_DROPS_LAST_K: a fast GEMM that is merely "close" fails its op's bound.
+TEST_CASE("fast mode bound: every fast matmul of 40 steps of stories260K within its derived bound",
+          "[emu][pipeline][fast]") {
+  Model m = test::stories260k();
+  optimized::FastAudit audit(kernels::FastPrecision::F32);
+  optimized::BackendOptions fast;
+  fast.mode = optimized::Mode::Fast;
+  fast.audit = &audit;
+  optimized::Backend dev(m, {1, 16, 0}, fast);
+  const std::vector<int> prompt = {1, 403, 407, 261, 378, 430, 290, 305};
+  dev.forward(0, prompt);
+  int token = dev.argmax_last()[0];
+  for (int step = 0; step < 40; step++) {
+    dev.forward(0, std::span<const int>(&token, 1));
+    token = dev.argmax_last()[0];
+  }
+  REQUIRE(audit.ops().size() == 8);  // q, k, v, output of attention; gate, up, down; the LM head
+  for (const auto& [op, s] : audit.ops()) {
+    std::printf("fast audit %-12s K=%4d elements=%8lld worst |err|/allowance %.3g\n", op.c_str(), s.K, s.elements,
+                s.worst_ratio);
+    CHECK(s.over == 0);
+    CHECK(s.worst_ratio > 0.0);  // another order than the exact sum: the check is not vacuous
+  }
+  CHECK(audit.within());
+}
+
 // ---- stored weights kept as the file's blocks on the device (Q8_0, Q4_0; F16 via matmul_stored) ----
 TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 and stories260K F16 blocks with the dequantizing GEMV, bit-identical",
           "[emu][pipeline][quant]") {

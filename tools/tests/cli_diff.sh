@@ -26,6 +26,11 @@ case $CASE in
     jq -e '.within_bound == true and .bit_exact == false and .first_divergent != null
            and .logits.worst_rel > 0 and .logits.worst_rel <= 1e-4 and .bound.rel == 1e-4' "$WORK/out" >/dev/null \
       || fail "unexpected report: $(cat "$WORK/out")"
+    # the derived per-op bound: every matrix kind checked, nothing over, not vacuous
+    jq -e '(.fast_ops | length) == 8 and all(.fast_ops[]; .over == 0 and .elements > 0
+           and .worst_ratio > 0 and .worst_ratio <= 1 and .rel_bound > 0)
+           and ([.fast_ops[].op] | sort) == ["attn_k","attn_output","attn_q","attn_v","ffn_down","ffn_gate","ffn_up","output"]' \
+      "$WORK/out" >/dev/null || fail "per-op bound report: $(jq -c '.fast_ops' "$WORK/out")"
     # the first difference is a matmul output (the fast path changes only matmuls)
     op=$(jq -r '.first_divergent.op' "$WORK/out")
     [[ "$op" =~ ^blk\.0\.(q|k|v)$ ]] || fail "first divergent op $op (want blk.0.q/k/v)"

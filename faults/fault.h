@@ -134,7 +134,13 @@
     "is replayed when the context has grown past it", "test_backend_graphs")                                   \
   X(FAST_GEMM_DROPS_LAST_K, "kernels", "gemm_fast.cu emulated stand-in",                                       \
     "the fast-mode GEMM leaves out the last term of every dot product (close, but not within its bound)",      \
-    "test_pipeline_emu:[fast]")
+    "test_pipeline_emu:[fast]")                                                                             \
+  X(KERNEL_SCATTER_INDEX_AS_ID, "kernels", "sampler_filter.cu scatter",                                        \
+    "the greedy one-hot distribution is set at the selected candidate's index instead of its id",             \
+    "test_sampler_emu")                                                                                      \
+  X(DEVICE_VERIFY_ROWS_FROM_ZERO, "optimized", "DeviceSequence::verify_round",                                 \
+    "the device verify takes p from the pass's first logits rows, not the rows that predict the drafts",       \
+    "test_device_batch")
 
 namespace oracle::fault {
 

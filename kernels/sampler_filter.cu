@@ -117,7 +117,35 @@ __global__ void min_p_kernel(int* keep, const float* values, const int* order, c
   keep_top(kp, ord, n, hf ? min_keep : (min_keep > 1 ? min_keep : 1));
 }
 
+// One thread per (row, id): the id's candidate by binary search over the increasing ids.
+__global__ void scatter_kernel(float* out, const int* ids, const float* probs, const int* counts,
+                               const int* selected, int R, int stride, int vocab) {
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)R * vocab) return;
+  const int r = (int)(idx / vocab), v = (int)(idx % vocab), n = counts[r];
+  const int* row = ids + (size_t)r * stride;
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (row[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  float value = 0.0f;
+  if (selected && oracle::fault::active(oracle::fault::Fault::KERNEL_SCATTER_INDEX_AS_ID))  // FAULT
+    value = v == selected[r] ? 1.0f : 0.0f;  // the candidate index taken for the id
+  else if (lo < n && row[lo] == v)
+    value = selected ? (lo == selected[r] ? 1.0f : 0.0f) : probs[(size_t)r * stride + lo];
+  out[idx] = value;
+}
+
 }  // namespace
+
+void candidates_scatter(float* out, const int* ids, const float* probs, const int* counts, const int* selected,
+                        int R, int stride, int vocab, cudaStream_t stream) {
+  if (R > 0 && vocab > 0)
+    launch(flat_launch((long long)R * vocab, kThreads, stream), scatter_kernel, out, ids, probs, counts, selected, R,
+           stride, vocab);
+}
 
 void candidates_init(int* ids, float* x, int* counts, const float* logits, int R, int n, cudaStream_t stream) {
   if (R > 0 && n > 0) launch(flat_launch((long long)R * n, kThreads, stream), init_kernel, ids, x, counts, logits, R, n);

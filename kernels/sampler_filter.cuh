@@ -27,14 +27,21 @@
 //             llamacpp (logits, order by logit): m = max logit (`x > m` from -inf);
 //               keep = x >= add_rn(m, log_canonical(min_p)); then the top
 //               max(min_keep, 1) ranks.
-// Shapes:  ids, x, keep, probs (R, stride); counts (R); order (R, rank_order_stride(stride)).
-// Thread mapping: init and top_k 1 thread / (row, entry); compaction, top_p and
+//   scatter:  the dense processed distribution (reference ProcessedDistribution):
+//             out[r, v] = probs[r, j] if ids[r, j] == v for some j < n (binary search:
+//             ids are increasing), else 0; one-hot (selected non-null, greedy
+//             configs): out[r, v] = 1 iff v == ids[r, selected[r]], else 0.
+// Shapes:  ids, x, keep, probs (R, stride); counts (R); order (R, rank_order_stride(stride));
+//          scatter: out (R, vocab), selected (R) candidate indices.
+// Thread mapping: init, top_k and scatter 1 thread / (row, entry); compaction, top_p and
 //          min_p 1 thread / row (their sums and scans are sequential by definition).
 // Reduction order: the sequential add_rn sums above, in rank order; maxima are
 //          order-independent values.
 // Tie rule: the rank order's (lowest id first); hf top-k's boundary ties stay.
 // Matches: reference TopK, TopP, MinP and keep_only / keep_top
-//          (reference/sampling/sampler_processors.cpp) bit for bit.
+//          (reference/sampling/sampler_processors.cpp) bit for bit; scatter:
+//          ProcessedDistribution (reference/generate/speculative.cpp) given the
+//          processed candidates and their softmax (or the greedy selection).
 // ============================================================================
 #include "kernels/launch.h"
 
@@ -49,6 +56,9 @@ void top_k_mark(int* keep, const float* x, const int* order, const int* counts, 
                 cudaStream_t stream = nullptr);
 void top_p_mark(int* keep, const float* probs, const int* order, const int* counts, float p, int min_keep, bool hf,
                 int R, int stride, cudaStream_t stream = nullptr);
+// Dense (R, vocab) distribution of the candidates; selected null: their probs; else one-hot.
+void candidates_scatter(float* out, const int* ids, const float* probs, const int* counts, const int* selected,
+                        int R, int stride, int vocab, cudaStream_t stream = nullptr);
 // values: probs (hf) or logits (llamacpp), ranked by `order` over the same values.
 void min_p_mark(int* keep, const float* values, const int* order, const int* counts, float min_p, int min_keep,
                 bool hf, int R, int stride, cudaStream_t stream = nullptr);

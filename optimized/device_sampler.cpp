@@ -180,6 +180,30 @@ std::vector<DeviceSample> DeviceSampler::sample(const float* logits, std::span<c
   return out;
 }
 
+void DeviceSampler::distributions(const float* logits, std::span<const SamplingContext> ctx, float* out) {
+  const int R = (int)ctx.size();
+  if (R == 0) return;
+  reserve(R);
+  upload_histories(ctx);
+  k::candidates_init(ids_.get(), x_.get(), counts_.get(), logits, R, vocab_);
+  for (const std::string& name : order_names_) apply(name, R);
+  std::vector<int> counts(R);
+  counts_.download(counts.data(), R);
+  for (int n : counts) require_input(n > 0, "sampler", "banned_tokens", "every candidate was removed");
+  const bool greedy = config_.temperature <= 0.0f;
+  if (greedy) {
+    k::argmax_rows_counted(selected_.get(), x_.get(), counts_.get(), R, vocab_);
+    std::vector<int> sel(R);
+    selected_.download(sel.data(), R);
+    for (int s : sel) require_input(s >= 0, "sampler", "logits", "every logit is NaN");
+  } else {
+    k::softmax_rows_counted(probs_.get(), x_.get(), counts_.get(), R, vocab_);
+  }
+  k::candidates_scatter(out, ids_.get(), probs_.get(), counts_.get(), greedy ? selected_.get() : nullptr, R, vocab_,
+                        vocab_);
+  last_rows_ = 0;  // processed() describes sample() only
+}
+
 Candidates DeviceSampler::processed(int r) const {
   require_input(r >= 0 && r < last_rows_, "sampler", "row", "no such row in the last sample()");
   int n = 0;

@@ -35,6 +35,12 @@ class DeviceSampler {
   // (every key's seed must be the config's). InputError as the reference
   // selectors: every candidate removed, every logit NaN, no non-zero probability.
   std::vector<DeviceSample> sample(const float* logits, std::span<const SamplingContext> ctx, int top_n);
+  // The processed distributions (reference ProcessedDistribution) of R rows on the
+  // device into out (R, vocab) on the device: the config's processors, then the
+  // survivors' softmax (0 for every removed id), or for a greedy config the
+  // one-hot vector of the greedy choice. ctx[r].history: the row's history (the
+  // keys are not used). InputError as ProcessedDistribution.
+  void distributions(const float* logits, std::span<const SamplingContext> ctx, float* out);
   // Row r's candidates after the last sample(): ids in id order, processed
   // logits and their probabilities (softmax over the survivors, as the
   // reference selectors' compute_probs).

@@ -4,11 +4,17 @@
 // (reference/generate/speculative.h SequenceRunner): Backend's forward over a
 // paged DeviceKv, rollback by DeviceKv::truncate. What the speculative loop
 // (generate_speculative_with) runs its target on and ModelDrafter its draft
-// model on, so draft passes, verify passes and rollbacks all run on the device;
-// the processed distributions and the accept/resample rule stay the
-// reference's functions on the host (docs/cuda.md). Bit-identical logits to
-// ReferenceSequence for any block size.
+// model on, so draft passes, verify passes and rollbacks all run on the device.
+// verify_round() keeps the round on the device too: the verify pass's logits
+// rows stay there, DeviceSampler::distributions turns them into the target's
+// processed distributions p, the draft's q (computed by the drafter) and the
+// drafts are uploaded, and kernels::speculative_verify applies the accept /
+// resample rule; only the accepted count and the emitted tokens come back.
+// Bit-identical to ReferenceSequence (logits for any block size; the round's
+// tokens to speculative_step).
 // ============================================================================
+#include <memory>
+
 #include "faults/fault.h"
 #include "optimized/backend.h"
 #include "reference/generate/speculative.h"
@@ -28,6 +34,8 @@ class DeviceSequence : public SequenceRunner {
   std::vector<float> forward(std::span<const int> tokens, bool all_logits) override {
     return dev_.forward(0, tokens, all_logits);
   }
+  SpecStep verify_round(std::span<const int> ext, size_t t, const Draft& d, const rng::RngKey& first,
+                        const ProcessedDistribution& dist) override;
 
  private:
   const Model& model_;

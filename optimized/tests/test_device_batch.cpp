@@ -5,7 +5,8 @@
 //    bans) and KV layouts (contiguous, paged 1/5/16, prefix cache on);
 //  * speculative: generate_speculative_with on DeviceSequence targets and a
 //    ModelDrafter on a DeviceSequence == generate_speculative on the reference
-//    (ids, finish, acceptance counts), greedy and sampled, k = 2 and 5.
+//    (ids, finish, acceptance counts), greedy and sampled, k = 2 and 5; the
+//    round's p, rule and draws run on the device (DeviceSequence::verify_round).
 // Catches DEVICE_BATCH_SAMPLES_ROW0 and DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE.
 #include <catch2/catch.hpp>
 
@@ -98,7 +99,7 @@ TEST_CASE("device batch: continuous batching on the device equals generate_batch
 TEST_CASE("device batch: speculative rounds on device sequences equal generate_speculative", "[emu][device_batch]") {
   const Fixture& f = fixture();
   const std::vector<int> prompt = f.tok.encode("Once upon a time", true);
-  for (int kind : {0, 1}) {
+  for (int kind : {0, 1, 2}) {  // greedy; sampled with a repetition penalty; with frequency/presence penalties
     for (int k : {2, 5}) {
       SpecOptions o;
       o.k = k;

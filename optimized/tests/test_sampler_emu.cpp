@@ -13,6 +13,7 @@
 #include "kernels/tests/kernel_test_support.h"
 #include "optimized/device_sampler.h"
 #include "reference/base/errors.h"
+#include "reference/generate/speculative.h"
 #include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampler.h"
 
@@ -150,6 +151,40 @@ bool run_case(const ChainCase& c, int* rows) {
   return ok;
 }
 
+// The same case through DeviceSampler::distributions vs the reference ProcessedDistribution
+// (the target's p and the draft's q of a speculative round): every probability bit.
+bool run_distribution_case(const ChainCase& c) {
+  std::mt19937 rng(c.seed);
+  Floats logits;
+  std::vector<std::vector<int>> hist;
+  for (int r = 0; r < c.rows; r++) {
+    Floats x = row_logits(rng, c.vocab, c.kind);
+    logits.insert(logits.end(), x.begin(), x.end());
+    hist.push_back(history(rng, c.vocab));
+  }
+  std::vector<SamplingContext> ctx;
+  for (int r = 0; r < c.rows; r++) ctx.push_back({hist[(size_t)r], {c.config.seed, 0, 0}});
+  const ProcessedDistribution dist(c.config);
+  Floats want;
+  bool want_error = false;
+  for (int r = 0; r < c.rows && !want_error; r++) {
+    try {
+      const Floats p = dist(std::span<const float>(&logits[(size_t)r * c.vocab], (size_t)c.vocab), hist[(size_t)r]);
+      want.insert(want.end(), p.begin(), p.end());
+    } catch (const InputError&) {
+      want_error = true;
+    }
+  }
+  optimized::DeviceSampler dev(c.config, c.vocab);
+  Dev<float> dl(logits), dout(Floats((size_t)c.rows * c.vocab, -1.0f));
+  if (want_error) {
+    CHECK_THROWS_AS(dev.distributions(dl.get(), ctx, dout.get()), InputError);
+    return true;
+  }
+  dev.distributions(dl.get(), ctx, dout.get());
+  return count_bit_mismatches(c.label + " distributions", want, dout.host()) == 0;
+}
+
 SamplerConfig with_edits(SamplerConfig s, int vocab) {
   s.repetition_penalty = 1.3f, s.frequency_penalty = 0.25f, s.presence_penalty = 0.5f, s.penalty_window = 12;
   s.logit_bias = {{3, 1.5f}, {0, -0.75f}, {3, 0.125f}, {vocab / 2, 2.0f}};
@@ -202,4 +237,15 @@ TEST_CASE("device sampler chain equals sample() + logprob_report() bit for bit",
     REQUIRE(run_case(c, &rows));  // the first differing case ends the test
   }
   CHECK(rows == 190);
+}
+
+// Catches KERNEL_SCATTER_INDEX_AS_ID (the greedy cases with bans and top-k).
+TEST_CASE("device processed distributions equal ProcessedDistribution bit for bit", "[emu][sampler_chain]") {
+  int cases = 0;
+  for (const ChainCase& c : chain_cases()) {
+    INFO(c.label << " vocab " << c.vocab << " seed " << c.seed);
+    REQUIRE(run_distribution_case(c));
+    cases++;
+  }
+  CHECK(cases == 64);
 }

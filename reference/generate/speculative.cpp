@@ -12,7 +12,7 @@ namespace oracle {
 
 // ---- processed distribution ------------------------------------------------------------
 ProcessedDistribution::ProcessedDistribution(const SamplerConfig& config)
-    : greedy_(config.temperature <= 0.0f) {
+    : config_(config), greedy_(config.temperature <= 0.0f) {
   const std::vector<std::string> order = config.order.empty() ? preset_order(config.preset) : config.order;
   for (const std::string& name : order) processors_.add(make_processor(name, config));
 }
@@ -234,6 +234,12 @@ static std::vector<float> verify(SequenceRunner& target, std::span<const int> ex
   return p;
 }
 
+SpecStep SequenceRunner::verify_round(std::span<const int> ext, size_t t, const Draft& d, const rng::RngKey& first,
+                                      const ProcessedDistribution& dist) {
+  const std::vector<float> p = verify(*this, ext, t, dist);  // (m + 1, vocab)
+  return speculative_step(p, d.q, d.tokens, model().config.vocab_size, first);
+}
+
 // Appends the step's tokens to the history and the output, up to a stop token.
 static void emit(SpecResult& r, std::vector<int>& history, const std::vector<int>& tokens,
                  const SpecOptions& o, int seq_len) {
@@ -283,8 +289,7 @@ SpecResult generate_speculative_with(SequenceRunner& target, Drafter& drafter, s
     require_input(d.q.size() == d.tokens.size() * (size_t)vocab, drafter.name(), "vocab_size",
                   "the drafter's vocabulary differs from the target's (" + std::to_string(vocab) + ")");
     ext.insert(ext.end(), d.tokens.begin(), d.tokens.end());
-    const std::vector<float> p = verify(target, ext, t, dist);
-    const SpecStep s = speculative_step(p, d.q, d.tokens, vocab, first);
+    const SpecStep s = target.verify_round(ext, t, d, first, dist);
     ext.resize(t);
     target.truncate((int)t + s.accepted);
     r.metrics.rounds++;

@@ -39,8 +39,10 @@ class ProcessedDistribution {
   explicit ProcessedDistribution(const SamplerConfig& config);
   // history: tokens at positions 0 .. t-1 when `logits` predicts position t.
   std::vector<float> operator()(std::span<const float> logits, std::span<const int> history) const;  // (vocab)
+  const SamplerConfig& config() const { return config_; }
 
  private:
+  SamplerConfig config_;
   SamplerChain processors_;
   bool greedy_ = false;
 };
@@ -89,6 +91,12 @@ SpecStep speculative_step(std::span<const float> p, std::span<const float> q,
                           std::span<const int> drafts, int vocab, const rng::RngKey& first,
                           const UniformSource& uniforms);
 
+// A drafter's proposal (drafters below).
+struct Draft {
+  std::vector<int> tokens;  // (n) proposed ids for positions t .. t+n-1
+  std::vector<float> q;     // (n, vocab) the distribution each was drawn from
+};
+
 // ---- one KV sequence of one model -----------------------------------------------------
 // What the speculative loop runs its target on and ModelDrafter its draft model on:
 // the reference (ReferenceSequence: forward() over a KvCache) or the device
@@ -101,6 +109,14 @@ class SequenceRunner {
   virtual void truncate(int n) = 0;  // keep the first n positions
   // Appends `tokens`; (n, vocab) logits of every position when all_logits, else (1, vocab).
   virtual std::vector<float> forward(std::span<const int> tokens, bool all_logits) = 0;
+  // One round's verify pass and rule: appends ext[length() ..) (the history's
+  // uncached tail, then the drafts; ext = history of t tokens + d.tokens) in one
+  // all-logits pass, takes the target's processed distribution p of positions
+  // t .. t + m from it (row i conditioned on ext[0 .. t + i)) and applies
+  // speculative_step(p, d.q, d.tokens, vocab, first). This default does both on
+  // the host; optimized::DeviceSequence does them on the device (same bits).
+  virtual SpecStep verify_round(std::span<const int> ext, size_t t, const Draft& d, const rng::RngKey& first,
+                                const ProcessedDistribution& dist);
 };
 
 class ReferenceSequence : public SequenceRunner {
@@ -118,10 +134,6 @@ class ReferenceSequence : public SequenceRunner {
 };
 
 // ---- drafters -----------------------------------------------------------------------
-struct Draft {
-  std::vector<int> tokens;  // (n) proposed ids for positions t .. t+n-1
-  std::vector<float> q;     // (n, vocab) the distribution each was drawn from
-};
 
 class Drafter {
  public:

@@ -16,13 +16,13 @@ namespace {
 constexpr int kThreads = 256;
 
 // Host stand-in: one thread per output, fmaf chain over increasing k.
-__global__ void gemm_standin_kernel(const float* W, const float* x, float* out, int N, int K, int T) {
+__global__ void gemm_standin_kernel(const float* W, const float* x, float* out, int N, int K, int T, int bits) {
   const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (long long)N * T) return;
   const long long i = idx % N, t = idx / N;
   float acc = 0.0f;
   const int end = fault::active(fault::Fault::FAST_GEMM_DROPS_LAST_K) ? K - 1 : K;  // FAULT: drops the last term
-  for (int k = 0; k < end; k++) acc = std::fma(W[i * K + k], x[t * K + k], acc);
+  for (int k = 0; k < end; k++) acc = std::fma(round_mantissa(W[i * K + k], bits), round_mantissa(x[t * K + k], bits), acc);
   out[idx] = acc;
 }
 }  // namespace
@@ -31,14 +31,15 @@ struct FastGemm::Impl {};
 FastGemm::FastGemm() : impl_(std::make_unique<Impl>()) {}
 FastGemm::~FastGemm() = default;
 
-void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision,
+void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision precision,
                    cudaStream_t stream) {
   if ((long long)N * T <= 0) return;
+  const int bits = precision == FastPrecision::TF32 ? 10 : precision == FastPrecision::BF16 ? 7 : 23;
   LaunchConfig cfg;
   cfg.grid = dim3(blocks_for((long long)N * T, kThreads));
   cfg.block = dim3(kThreads);
   cfg.stream = stream;
-  launch(cfg, gemm_standin_kernel, W, x, out, N, K, T);
+  launch(cfg, gemm_standin_kernel, W, x, out, N, K, T, bits);
 }
 
 #else  // real GPU: cuBLAS
@@ -66,8 +67,9 @@ void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int
   if ((long long)N * T <= 0) return;
   check_cublas(cublasSetStream(impl_->handle, stream), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasComputeType_t compute =
-      precision == FastPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = precision == FastPrecision::TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : precision == FastPrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                         : CUBLAS_COMPUTE_32F;
   // Row-major out (T, N) is column-major (N, T): out^T = op_T(W as (K, N)) * (x as (K, T)).
   check_cublas(cublasGemmEx(impl_->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, T, K, &alpha, W, CUDA_R_32F, K, x,
                             CUDA_R_32F, K, &beta, out, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT),

@@ -6,7 +6,7 @@
 namespace oracle::optimized {
 
 namespace {
-constexpr double kU32 = 0x1p-24, kU64 = 0x1p-53, kTf32 = 0x1p-10, kUnderflow = 0x1p-149;
+constexpr double kU32 = 0x1p-24, kU64 = 0x1p-53, kTf32 = 0x1p-10, kBf16 = 0x1p-7, kUnderflow = 0x1p-149;
 
 double gamma(double n, double u) { return n * u / (1.0 - n * u); }
 
@@ -20,7 +20,8 @@ std::vector<float> download(const float* p, size_t n) {
 
 double fast_gemm_rel_bound(int K, kernels::FastPrecision precision) {
   if (precision == kernels::FastPrecision::F32) return gamma(K, kU32);
-  return (1 + kTf32) * (1 + kTf32) * (1 + gamma(K, 2 * kU32)) - 1;
+  const double ut = precision == kernels::FastPrecision::TF32 ? kTf32 : kBf16;  // input conversion (truncation)
+  return (1 + ut) * (1 + ut) * (1 + gamma(K, 2 * kU32)) - 1;
 }
 
 void FastAudit::check(const std::string& op, const float* x_dev, const float* W_dev, const float* out_dev, int T,

@@ -17,7 +17,9 @@
 //         products of two TF32 values are exact in float32 (11 x 11 <= 24 bits);
 //         accumulation in float32, conservatively truncating (Fasi et al.,
 //         "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021), unit 2u:
-//         b = (1 + u_t)^2 (1 + gamma'_K) - 1, gamma'_K = 2Ku / (1 - 2Ku).
+//         b = (1 + u_t)^2 (1 + gamma'_K) - 1, gamma'_K = 2Ku / (1 - 2Ku);
+//   BF16 (CUBLAS_COMPUTE_32F_FAST_16BF): the same with 7 stored mantissa bits,
+//         u_t = 2^-7 (truncation); BF16 products are exact in float32 (8 x 8 bits).
 // The "exact" sum is computed in double: products of floats are exact in
 // double, the sum adds gamma_K with u = 2^-53 to the allowance.
 // FastAudit downloads each fast matmul's x, W (once per matrix) and out and

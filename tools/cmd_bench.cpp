@@ -401,7 +401,7 @@ Command setup_bench(CLI::App& app) {
   sub->add_flag("--json", opts->json, "Print one JSON object");
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");
-  sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, or both (alternating; reports the determinism tax)");
+  sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, fast-tf32, fast-bf16, or both (deterministic and fast alternating; reports the determinism tax)");
   sub->add_option("--tp", opts->tp, "Tensor-parallel ranks: run as mpirun -np N (docs/scale.md)")
       ->check(int_in<int>(1, 4096));
   return {sub, [opts] { return run_bench(*opts); }};

@@ -294,7 +294,7 @@ Command setup_certify(CLI::App& app) {
   add_kld_options(sub, args->kld);
   add_shard_options(sub, args->shard);
   sub->add_option("--backend", args->backend, "reference, cuda-emu or cuda: where the candidate runs");
-  sub->add_option("--mode", args->mode, "Device backends: deterministic or fast");
+  sub->add_option("--mode", args->mode, "Device backends: deterministic, fast, fast-tf32 or fast-bf16");
   return {sub, [args] { return run_certify(*args); }};
 }
 

@@ -439,12 +439,13 @@ static std::vector<json> read_records(const fs::path& file, std::vector<int>* li
 // Fast mode (not bit-exact): greedy records only (*skipped otherwise), their output ids
 // teacher-forced on the device; the device argmax may differ from the golden id on at
 // most steps * 2 / 128 steps (the bound of docs/cuda.md "Fast mode", as oracle diff).
-static std::string fast_mismatch(const DevicePipeline& dev, const json& r, const LoadedModel& lm, bool* skipped) {
+static std::string fast_mismatch(const DevicePipeline& dev, const json& r, const LoadedModel& lm, DeviceMode mode,
+                                 bool* skipped) {
   *skipped = !plain_greedy(r["sampler"].get<SamplerConfig>());
   if (*skipped) return "";
   const auto ids = r["output_ids"].get<std::vector<int>>();
   const int steps = (int)ids.size(), allowed = steps * 2 / 128;
-  const int agree = dev.greedy_agreement(lm.model, r["prompt_ids"].get<std::vector<int>>(), ids, DeviceMode::Fast);
+  const int agree = dev.greedy_agreement(lm.model, r["prompt_ids"].get<std::vector<int>>(), ids, mode);
   if (steps - agree <= allowed) return "";
   return "fast mode: greedy id differs on " + std::to_string(steps - agree) + " of " + std::to_string(steps) +
          " teacher-forced steps (bound " + std::to_string(allowed) + ")";
@@ -458,7 +459,7 @@ static std::string check_record(const json& r, const LoadedModel& lm, const Veri
   if (std::string chat = chat_mismatch(r, lm); !chat.empty()) return chat;
   if (const DevicePipeline* dev = require_backend(o.backend)) {
     const DeviceMode mode = parse_mode(o.mode);
-    if (mode == DeviceMode::Fast) return fast_mismatch(*dev, r, lm, skipped);
+    if (is_fast(mode)) return fast_mismatch(*dev, r, lm, mode, skipped);
     return first_mismatch(r, dev->generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, 1, 0), mode));
   }
   GenerateOptions go = options_of(r, o.threads, o.prefill_chunk);
@@ -640,7 +641,7 @@ Command setup_golden(CLI::App& app) {
   auto* verify = sub->add_subcommand("verify", "Re-run every record in DIR/*.jsonl (or one FILE.jsonl); report every mismatch");
   verify->add_option("dir", v->dir, "Folder of golden transcripts, or one .jsonl file")->required();
   verify->add_option("--backend", v->backend, "Pipeline to check: reference, cuda-emu or cuda (every record on the device)");
-  verify->add_option("--mode", v->mode, "Device backends: deterministic (every record, bit for bit) or fast (greedy records, within the bound)");
+  verify->add_option("--mode", v->mode, "Device backends: deterministic (every record, bit for bit) or fast, fast-tf32, fast-bf16 (greedy records, within the bound)");
   verify->add_option("--threads,-t", v->threads, "Forward-pass threads (changes no bit)")->check(int_in<int>(1, 256));
   verify->add_option("--prefill-chunk", v->prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
       ->check(int_in<int>(0));

@@ -314,7 +314,7 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--chat-format", opts->chat_format, "Chat format when the template is not recognised (chatml, llama2, llama3, ...)");
   sub->add_flag("--no-parse-special", opts->no_parse_special, "Special-token texts in the prompt stay plain text");
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: the whole loop and sampler chain)");
-  sub->add_option("--mode", opts->mode, "Device backends: deterministic or fast");
+  sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, fast-tf32 or fast-bf16");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")
       ->check(int_in<int>(0, std::numeric_limits<int>::max(), "--prefill-chunk"))

@@ -24,10 +24,21 @@ const DevicePipeline* require_backend(const std::string& backend) {
 }
 
 DeviceMode parse_mode(const std::string& mode) {
-  require_input(mode == "deterministic" || mode == "fast", mode, "--mode", "want deterministic or fast");
-  return mode == "fast" ? DeviceMode::Fast : DeviceMode::Deterministic;
+  if (mode == "deterministic") return DeviceMode::Deterministic;
+  if (mode == "fast") return DeviceMode::Fast;
+  if (mode == "fast-tf32") return DeviceMode::FastTf32;
+  require_input(mode == "fast-bf16", mode, "--mode", "want deterministic, fast, fast-tf32 or fast-bf16");
+  return DeviceMode::FastBf16;
 }
 
-const char* mode_name(DeviceMode mode) { return mode == DeviceMode::Fast ? "fast" : "deterministic"; }
+const char* mode_name(DeviceMode mode) {
+  switch (mode) {
+    case DeviceMode::Deterministic: return "deterministic";
+    case DeviceMode::Fast: return "fast";
+    case DeviceMode::FastTf32: return "fast-tf32";
+    case DeviceMode::FastBf16: return "fast-bf16";
+  }
+  return "deterministic";
+}
 
 }  // namespace oracle::tools

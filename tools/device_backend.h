@@ -15,7 +15,10 @@
 
 namespace oracle::tools {
 
-enum class DeviceMode { Deterministic, Fast };
+// Deterministic: every bit the reference's. Fast*: matmuls through cuBLAS at float32,
+// TF32 or BF16 compute, held to the per-op bound (docs/cuda.md "Fast mode").
+enum class DeviceMode { Deterministic, Fast, FastTf32, FastBf16 };
+inline bool is_fast(DeviceMode m) { return m != DeviceMode::Deterministic; }
 
 // Fast mode's per-op check (optimized/fast_audit.h, docs/cuda.md): every fast
 // matmul of one matrix kind ("attn_q", ..., "output") against its derived bound.
@@ -64,7 +67,7 @@ const DevicePipeline* device_pipeline_cuda();
 // "reference" -> null; "cuda-emu" / "cuda" -> the pipeline if it can run here,
 // else InputError(backend, "--backend", ...) (also: unknown name, no GPU).
 const DevicePipeline* require_backend(const std::string& backend);
-// "deterministic" | "fast" -> DeviceMode; InputError(mode, "--mode") otherwise.
+// "deterministic" | "fast" | "fast-tf32" | "fast-bf16" -> DeviceMode; InputError(mode, "--mode") otherwise.
 DeviceMode parse_mode(const std::string& mode);
 const char* mode_name(DeviceMode mode);
 

@@ -19,7 +19,10 @@ namespace {
 
 optimized::BackendOptions backend_options(DeviceMode mode, Trace* trace = nullptr) {
   optimized::BackendOptions bo;
-  bo.mode = mode == DeviceMode::Fast ? optimized::Mode::Fast : optimized::Mode::Deterministic;
+  bo.mode = is_fast(mode) ? optimized::Mode::Fast : optimized::Mode::Deterministic;
+  bo.precision = mode == DeviceMode::FastTf32   ? kernels::FastPrecision::TF32
+                 : mode == DeviceMode::FastBf16 ? kernels::FastPrecision::BF16
+                                                : kernels::FastPrecision::F32;
   bo.trace = trace;
   return bo;
 }
@@ -98,7 +101,7 @@ void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, De
            std::vector<FastOpCheck>* fast_ops) {
   optimized::BackendOptions bo = backend_options(mode, &t);
   optimized::FastAudit audit(bo.precision);
-  if (fast_ops && mode == DeviceMode::Fast) bo.audit = &audit;
+  if (fast_ops && is_fast(mode)) bo.audit = &audit;
   optimized::Backend dev(m, {1, 16, 0}, bo);
   dev.forward(0, std::span<const int>(tokens.data(), (size_t)prompt_tokens));
   for (size_t i = (size_t)prompt_tokens; i < tokens.size(); i++) dev.forward(0, std::span<const int>(&tokens[i], 1));

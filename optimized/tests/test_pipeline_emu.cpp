@@ -148,6 +148,21 @@ TEST_CASE("fast mode bound: b(K) known answers", "[emu][pipeline][fast]") {
   const double t1 = optimized::fast_gemm_rel_bound(1, FastPrecision::TF32);
   CHECK(std::fabs(t1 - (0x1p-9 + 0x1p-20 + 0x1p-23 + 0x1p-32)) < 1e-12);
   CHECK(optimized::fast_gemm_rel_bound(64, FastPrecision::TF32) > optimized::fast_gemm_rel_bound(64, FastPrecision::F32));
+  // BF16 at K = 1: (1 + 2^-7)^2 (1 + 2u / (1 - 2u)) - 1 = 2^-6 + 2^-14 + 2^-23 + 2^-29 + O(2^-37).
+  const double b1 = optimized::fast_gemm_rel_bound(1, FastPrecision::BF16);
+  CHECK(std::fabs(b1 - (0x1p-6 + 0x1p-14 + 0x1p-23 + 0x1p-29)) < 1e-10);
+}
+
+TEST_CASE("fast mode: the emulated TF32/BF16 input rounding is round-to-nearest-even", "[emu][pipeline][fast]") {
+  using kernels::round_mantissa;
+  CHECK(round_mantissa(1.0f + 0x1p-11f, 10) == 1.0f);                     // a tie: to even
+  CHECK(round_mantissa(1.0f + 0x1p-10f + 0x1p-11f, 10) == 1.0f + 0x1p-9f);  // a tie: to even (up)
+  CHECK(round_mantissa(1.0f + 0x1p-11f + 0x1p-20f, 10) == 1.0f + 0x1p-10f);  // above half: up
+  CHECK(round_mantissa(-1.0f - 0x1p-9f - 0x1p-12f, 7) == -1.0f);          // below half: magnitude down
+  CHECK(round_mantissa(0x1.fffffep0f, 7) == 2.0f);                          // carries into the exponent
+  CHECK(round_mantissa(3.0f, 7) == 3.0f);
+  CHECK(std::isinf(round_mantissa(INFINITY, 7)));
+  CHECK(std::isnan(round_mantissa(NAN, 10)));
 }
 
 TEST_CASE("fast mode bound: the audit passes the exact product and fails one perturbed element", "[emu][pipeline][fast]") {
@@ -177,6 +192,26 @@ TEST_CASE("fast mode bound: the audit passes the exact product and fails one per
   off.check("op", dx.get(), dW.get(), dout.get(), T, K, N);
   CHECK_FALSE(off.within());
   CHECK(off.ops().at("op").over == 1);
+}
+
+// The TF32 / BF16 stand-ins (inputs rounded) are within their own bounds, and beyond the
+// F32 bound: the per-op bound tells the precisions apart.
+TEST_CASE("fast mode bound: TF32 and BF16 matmuls within their bounds, not within F32's", "[emu][pipeline][fast]") {
+  Model m = test::stories260k();
+  for (kernels::FastPrecision p : {kernels::FastPrecision::TF32, kernels::FastPrecision::BF16}) {
+    optimized::FastAudit own(p), f32(kernels::FastPrecision::F32);
+    for (optimized::FastAudit* audit : {&own, &f32}) {
+      optimized::BackendOptions fast;
+      fast.mode = optimized::Mode::Fast;
+      fast.precision = p;
+      fast.audit = audit;
+      optimized::Backend dev(m, {1, 16, 0}, fast);
+      dev.forward(0, std::vector<int>{1, 403, 407, 261, 378, 430, 290, 305});
+    }
+    INFO("precision " << (int)p);
+    CHECK(own.within());
+    CHECK_FALSE(f32.within());
+  }
 }
 
 // Catches FAST_GEMM_DROPS_LAST_K: a fast GEMM that is merely "close" fails its op's bound.

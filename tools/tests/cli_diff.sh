@@ -35,6 +35,15 @@ case $CASE in
     op=$(jq -r '.first_divergent.op' "$WORK/out")
     [[ "$op" =~ ^blk\.0\.(q|k|v)$ ]] || fail "first divergent op $op (want blk.0.q/k/v)"
     echo "ok: first divergent $op, worst rel $(jq '.logits.worst_rel' "$WORK/out")" ;;
+  emu_fast_tf32)  # TF32 / BF16 compute: held to their own (looser) per-op bounds; the F32 guard is not enforced
+    for mode in fast-tf32 fast-bf16; do
+      run_capture "${diff[@]}" --backend cuda-emu --mode $mode
+      [ "$RC" -eq 0 ] || fail "$mode: exit $RC (want 0): $(cat "$WORK/err") $(cat "$WORK/out")"
+      jq -e --arg m $mode '.mode == $m and .within_bound == true and .bound.guard_enforced == false
+             and (.fast_ops | length) == 8 and all(.fast_ops[]; .over == 0 and .worst_ratio > 0 and .rel_bound > 1e-3)' \
+        "$WORK/out" >/dev/null || fail "$mode report: $(cat "$WORK/out")"
+    done
+    echo "ok" ;;
   human)  # the human report names the verdict
     run_capture "${plain[@]}" --backend cuda-emu
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"

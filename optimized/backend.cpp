@@ -48,7 +48,7 @@ int graph_pos_bound(int max_pos, int seq_len) {
 }  // namespace
 
 Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const BackendOptions& options)
-    : options_(options), model_(model, {options.keep_quantized}), kv_(model.config, kv_options) {
+    : options_(options), model_(model, {options.keep_quantized, options.mode == Mode::Fast}), kv_(model.config, kv_options) {
   if (options_.mode == Mode::Fast) fast_gemm_ = std::make_unique<kernels::FastGemm>();
 }
 

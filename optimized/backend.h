@@ -43,7 +43,9 @@ enum class Mode { Deterministic, Fast };
 
 struct BackendOptions {
   Mode mode = Mode::Deterministic;
-  bool keep_quantized = false;  // Q8_0/Q4_0 weights stay blocks on the device (dequantizing GEMV)
+  // Stored types stay the file's blocks on the device (the dequantizing GEMV, same bits);
+  // in Fast mode F16 / BF16 are still float32, so cuBLAS runs on them.
+  bool keep_quantized = false;
   // Observer of the same named intermediates as oracle::forward ("blk.3.q",
   // ..., "logits"; values copied back from the device), for `oracle diff`.
   Trace* trace = nullptr;

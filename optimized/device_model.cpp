@@ -55,17 +55,21 @@ void DeviceModel::put_matrix(DeviceMatrix& dst, const WeightMatrix& w, size_t N,
   kernels::StoredType st{};
   const bool own = w.type == DType::Q8_0 || w.type == DType::Q4_0;
   const bool stored = own || stored_type(w.type, &st);
-  if (options_.keep_quantized && stored && w.type != DType::F32 && K % (size_t)dtype_block_elems(w.type) == 0) {
+  const bool float_type = w.type == DType::F16 || w.type == DType::BF16;
+  if (options_.keep_quantized && stored && w.type != DType::F32 && !(float_type && options_.float_types_as_f32) &&
+      K % (size_t)dtype_block_elems(w.type) == 0) {
     const size_t bytes = N * (size_t)dtype_row_bytes(w.type, (int64_t)K);
     dst.type = w.type;
     dst.stored = st;
     dst.quant.resize(bytes);
     dst.quant.upload(w.data, bytes);
     n_quantized_++;
+    matrix_bytes_ += (double)bytes;
     return;
   }
   dst.type = DType::F32;
   put_dequantized(dst.f32, w, N, K);
+  matrix_bytes_ += 4.0 * (double)N * (double)K;
 }
 
 DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
@@ -93,6 +97,8 @@ DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
     if (s.bk) put(d.bk, s.bk, kv_dim);
     if (s.bv) put(d.bv, s.bv, kv_dim);
   }
+  norm_bytes_ = 4.0 * ((2.0 * c.n_layers + 2.0) * c.dim);  // layer norms, final norm, one embedding row
+  if (c.qkv_bias) norm_bytes_ += 4.0 * c.n_layers * (double)(q_dim + 2 * kv_dim);
   const int half = c.head_dim / 2;
   std::vector<float> cos_t((size_t)c.seq_len * half), sin_t((size_t)c.seq_len * half);
   for (int p = 0; p < c.seq_len; p++)

@@ -43,6 +43,7 @@ struct DeviceLayer {
 
 struct DeviceModelOptions {
   bool keep_quantized = false;  // upload every non-F32 stored type as the file's blocks (see DeviceMatrix)
+  bool float_types_as_f32 = false;  // with keep_quantized: F16 / BF16 still float32 (fast mode's cuBLAS runs on them)
 };
 
 class DeviceModel {
@@ -50,6 +51,9 @@ class DeviceModel {
   explicit DeviceModel(const Model& model, const DeviceModelOptions& options = {});
   const Config& config() const { return config_; }
   int quantized_matrices() const { return n_quantized_; }
+  // Bytes one decode step reads from the weights as they sit on the device: every
+  // layer matrix (float32 or the file's blocks), the norms, the LM head, one embedding row.
+  double decode_weight_bytes() const { return matrix_bytes_ + norm_bytes_; }
 
   DeviceBuffer<float> token_embedding;  // (vocab_size, dim)
   std::vector<DeviceLayer> layers;      // (n_layers)
@@ -63,6 +67,7 @@ class DeviceModel {
   DeviceModelOptions options_;
   Config config_;
   int n_quantized_ = 0;
+  double matrix_bytes_ = 0, norm_bytes_ = 0;
 };
 
 }  // namespace oracle::optimized

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one prepared script for a GPU session (docs/diff.md): builds with CUDA,
-# runs the GPU test label, `oracle diff` on every real model in both modes, and
-# benchmarks a llama3-8b-shaped synthetic model in both modes. Every step's
+# runs the GPU test label, `oracle diff` on every real model (SmolLM2 included) in
+# both modes, the golden verify on the device, and benchmarks the llama3-8b shape
+# in BF16 and Q4_K_M in both modes. Every step's
 # outcome is recorded and the script continues; results go to
 # docs/gpu-results/ (summary.json + one file per step). Budget: < 10 minutes.
 # Usage: scripts/gpu-check.sh [--dry-run]   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR,
@@ -80,6 +81,7 @@ diffs=(
   "llama2xs_q8_0|$m/gguf/llama2xs-q8_0.gguf|"
   "llama2xs_q4_0|$m/gguf/llama2xs-q4_0.gguf|"
   "aidreams260K|$m/aidreams260K/aidreams260K.bin|$m/aidreams260K/tok512.bin"
+  "smollm2_q4_1|$m/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf|"
 )
 for entry in "${diffs[@]}"; do
   IFS='|' read -r name model tok <<<"$entry"
@@ -98,14 +100,20 @@ step golden_verify_cuda_deterministic 180 bash -c "'$oracle' golden verify golde
 step golden_verify_cuda_fast 90 bash -c "'$oracle' golden verify golden --backend cuda --mode fast --json \
   >'$out/golden_verify_cuda_fast.json'"
 
-# Benchmarks: llama3-8b-shaped synthetic model (f16 weights; synth has no bf16 — the
-# device holds float32 either way), context 1024.
-synth="$bench_dir/llama3-8b.gguf"
-[ -s "$synth" ] || step synth_llama3_8b 240 "$oracle" synth --preset llama3-8b --dtype f16 -o "$synth"
-# Both modes alternating in one run: each mode's tokens/s and the determinism tax
-# (fast / deterministic tokens/s; anchors in docs/cuda.md).
-step bench_llama3_8b_both 300 bash -c "'$oracle' bench --backend cuda --mode both --model '$synth' \
-  --context 1024 --prompt-tokens 256 --decode-tokens 64 --repetitions 2 --json >'$out/bench_llama3_8b_both.json'"
+# Benchmarks: the llama3-8b shape (its dims, heads, vocabulary) with 4 of its 32 blocks —
+# the per-step bytes of a block are the full model's, and the whole model would not
+# quantize inside the budget — in BF16 and Q4_K_M (oracle quantize from the f16 synth),
+# context 1024. The device keeps the stored types (the dequantizing GEMV reads the file's
+# bytes; decode_weight_bytes counts them). Both modes alternate in one run: each mode's
+# tokens/s, the HBM bandwidth fraction and the determinism tax (anchors in docs/cuda.md).
+synth="$bench_dir/llama3-8b-4l-f16.gguf"
+[ -s "$synth" ] || step synth_llama3_8b_4l 120 "$oracle" synth --preset llama3-8b --layers 4 --dtype f16 -o "$synth"
+for q in bf16 q4_k_m; do
+  f="$bench_dir/llama3-8b-4l-$q.gguf"
+  [ -s "$f" ] || step "quantize_llama3_8b_4l_$q" 150 "$oracle" quantize "$synth" "$f" --type "$q" --threads "$(nproc)"
+  step "bench_llama3_8b_4l_${q}_both" 150 bash -c "'$oracle' bench --backend cuda --mode both --model '$f' \
+    --context 1024 --prompt-tokens 256 --decode-tokens 64 --repetitions 2 --json >'$out/bench_llama3_8b_4l_${q}_both.json'"
+done
 
 total=$(( $(date +%s) - started ))
 {

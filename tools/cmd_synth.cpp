@@ -20,6 +20,7 @@ struct SynthOptions {
   std::string output;
   std::string tokenizer;  // empty: the byte-level vocabulary
   std::string dtype = "f32";
+  int layers = 0;  // 0: the preset's; else the first `layers` of its layers (a shape with fewer blocks)
   std::vector<std::string> meta;  // KEY=TYPE:VALUE, extra metadata
   bool list = false;
   bool json = false;
@@ -60,7 +61,10 @@ int run_synth(const SynthOptions& o) {
   if (o.list) return list_presets(o.json);
   require_input(!o.output.empty(), "-o", "output", "an output path is required (-o out.gguf)");
   require_input(o.dtype == "f32" || o.dtype == "f16", o.dtype, "dtype", "must be f32 or f16");
-  const SyntheticPreset& preset = synthetic_preset(o.preset);
+  SyntheticPreset preset = synthetic_preset(o.preset);
+  require_input(o.layers >= 0 && o.layers <= preset.config.n_layers, std::to_string(o.layers), "--layers",
+                "must be 1.." + std::to_string(preset.config.n_layers) + " for preset " + preset.name + " (0: all)");
+  if (o.layers > 0) preset.config.n_layers = o.layers;
   const Vocab vocab = synth_vocab(o, preset);
   std::vector<SynthMeta> meta;  // parsed before the output is opened
   for (const std::string& m : o.meta) meta.push_back(parse_synth_meta(m));
@@ -78,6 +82,7 @@ int run_synth(const SynthOptions& o) {
   const std::string sha256 = hash.hex();
   nlohmann::json out = {{"path", o.output},     {"preset", preset.name}, {"seed", o.seed},
                         {"dtype", o.dtype},     {"bytes", bytes},        {"sha256", sha256},
+                        {"layers", preset.config.n_layers},
                         {"tokenizer", o.tokenizer.empty() ? "byte-level" : o.tokenizer}};
   if (o.json) std::printf("%s\n", out.dump().c_str());
   else std::printf("wrote %s (%s, seed %llu, %llu bytes, sha256 %s)\n", o.output.c_str(),
@@ -95,6 +100,7 @@ Command setup_synth(CLI::App& app) {
   sub->add_option("--tokenizer,-z", opts->tokenizer,
                   "Vocabulary to embed: llama2.c tokenizer.bin or GGUF (default: byte-level)");
   sub->add_option("--dtype", opts->dtype, "Tensor type: f32 or f16");
+  sub->add_option("--layers", opts->layers, "Keep only the first N blocks of the preset's shape (0: all)");
   sub->add_option("--meta", opts->meta, "Extra metadata KEY=TYPE:VALUE (u32, i32, f32, bool, str)");
   sub->add_flag("--list", opts->list, "List the presets");
   sub->add_flag("--json", opts->json, "Print one JSON object");

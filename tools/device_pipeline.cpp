@@ -24,6 +24,9 @@ optimized::BackendOptions backend_options(DeviceMode mode, Trace* trace = nullpt
                  : mode == DeviceMode::FastBf16 ? kernels::FastPrecision::BF16
                                                 : kernels::FastPrecision::F32;
   bo.trace = trace;
+  // Stored types stay the file's blocks on the device (the dequantizing GEMV: the same bits),
+  // so a quantized model reads its own bytes per step; fast mode's cuBLAS runs on float32 matrices.
+  bo.keep_quantized = true;
   return bo;
 }
 
@@ -111,14 +114,6 @@ void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, De
 }
 
 // ---- benchmark ------------------------------------------------------------------------------
-// float32 bytes one decode step reads: every layer matrix, the norms and the LM head
-// (the device keeps float32 weights: docs/cuda.md).
-double decode_weight_bytes(const Config& c) {
-  const double q_dim = (double)c.n_heads * c.head_dim, kv_dim = (double)c.n_kv_heads * c.head_dim;
-  const double layer = c.dim * (q_dim + 2 * kv_dim) + q_dim * c.dim + 3.0 * c.dim * c.hidden_dim + 2.0 * c.dim;
-  return 4.0 * (c.n_layers * layer + c.dim + (double)c.vocab_size * c.dim);
-}
-
 // Peak memory bandwidth of GPU 0 (bytes/s; 0 on the emulation or if unknown).
 double peak_bandwidth() {
 #if defined(ORACLE_CUDA_EMULATION)
@@ -145,7 +140,7 @@ nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int dec
     return i < decode_tokens;
   });
   const double decode_s = decode.seconds();
-  const double decode_tok_s = decode_tokens / decode_s, bytes = decode_weight_bytes(c);
+  const double decode_tok_s = decode_tokens / decode_s, bytes = dev.model().decode_weight_bytes();
   const double peak = peak_bandwidth();
   return {{"model", m.path}, {"model_sha256", m.sha256}, {"mode", mode_name(mode)}, {"context", c.seq_len},
           {"prefill_tokens", prompt_tokens}, {"prefill_tok_s", prompt_tokens / prefill_s},

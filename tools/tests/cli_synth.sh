@@ -38,6 +38,20 @@ case $CASE in
     [ "$(stat -c %s "$WORK/h.gguf")" -lt "$(stat -c %s "$WORK/f.gguf")" ] || fail "f16 file not smaller"
     "$ORACLE" run --model "$WORK/h.gguf" --max-tokens 4 >/dev/null
     ;;
+  layers)  # --layers N: the preset's shape with fewer blocks (the GPU benchmark's llama3-8b slice)
+    "$ORACLE" synth --preset tiny --layers 1 -o "$WORK/one.gguf" --json >"$WORK/one.json"
+    jq -e '.layers == 1' "$WORK/one.json" >/dev/null || fail "json: $(cat "$WORK/one.json")"
+    "$ORACLE" synth --preset tiny -o "$WORK/all.gguf" >/dev/null
+    [ "$(stat -c %s "$WORK/one.gguf")" -lt "$(stat -c %s "$WORK/all.gguf")" ] || fail "fewer layers, not fewer bytes"
+    "$ORACLE" run --model "$WORK/one.gguf" --max-tokens 4 --json | jq -e '.output_ids | length == 4' >/dev/null \
+      || fail "one-layer model does not run"
+    set +e
+    "$ORACLE" synth --preset tiny --layers 99 -o "$WORK/bad.gguf" 2>"$WORK/err"
+    rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && grep -q -- "--layers" "$WORK/err" && [ ! -e "$WORK/bad.gguf" ] \
+      || fail "--layers 99: exit $rc, $(cat "$WORK/err")"
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"

@@ -41,7 +41,6 @@ struct StepShape {
   int rows = 0;         // rows through the layers
   int first = 0;        // first logits row (rows - 1, or 0 when every row's logits are kept)
   int max_pos = 0;      // the attention chunk grid's position bound
-  int generation = 0;   // the scratch buffers' allocation (their pointers)
   auto operator<=>(const StepShape&) const = default;
 };
 

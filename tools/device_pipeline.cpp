@@ -147,7 +147,8 @@ nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int dec
           {"ttft_ms", prefill_s * 1e3}, {"decode_tokens", decode_tokens}, {"decode_tok_s", decode_tok_s},
           {"tpot_ms", decode_s * 1e3 / decode_tokens}, {"decode_weight_bytes", bytes},
           {"decode_weight_bytes_s", decode_tok_s * bytes}, {"peak_bandwidth_bytes_s", peak},
-          {"bandwidth_fraction_of_peak", peak > 0 ? decode_tok_s * bytes / peak : 0.0}, {"last_token", token}};
+          {"bandwidth_fraction_of_peak", peak > 0 ? decode_tok_s * bytes / peak : 0.0},
+          {"roofline_decode_tok_s", peak > 0 ? peak / bytes : 0.0}, {"cuda_graphs", true}, {"last_token", token}};
 }
 
 }  // namespace

@@ -108,20 +108,20 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+// An async copy or set on `stream`: run now, recorded (the stream is captured) or refused
+// (another stream is captured: the GPU's implicit-dependency error).
+static cudaError_t issue_async(cudaStream_t stream, const GraphNode& node) {
   switch (role(stream)) {
-    case emu::CaptureRole::None:
-      if (bytes) std::memmove(dst, src, bytes);
-      return cudaSuccess;
-    case emu::CaptureRole::Record: {
-      GraphNode n;
-      n.kind = GraphNode::Kind::Copy, n.dst = dst, n.src = src, n.bytes = bytes;
-      t_capture.nodes.push_back(n);
-      return cudaSuccess;
-    }
+    case emu::CaptureRole::None: run_node(node); return cudaSuccess;
+    case emu::CaptureRole::Record: t_capture.nodes.push_back(node); return cudaSuccess;
     case emu::CaptureRole::Illegal: break;
   }
   return emu::capture_violation(cudaErrorStreamCaptureImplicit);
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+  GraphNode n;
+  n.kind = GraphNode::Kind::Copy, n.dst = dst, n.src = src, n.bytes = bytes;
+  return issue_async(stream, n);
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (prohibited_now()) return emu::capture_violation(cudaErrorStreamCaptureImplicit);
@@ -129,19 +129,9 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
-  switch (role(stream)) {
-    case emu::CaptureRole::None:
-      if (bytes) std::memset(p, value, bytes);
-      return cudaSuccess;
-    case emu::CaptureRole::Record: {
-      GraphNode n;
-      n.kind = GraphNode::Kind::Set, n.dst = p, n.bytes = bytes, n.value = value;
-      t_capture.nodes.push_back(n);
-      return cudaSuccess;
-    }
-    case emu::CaptureRole::Illegal: break;
-  }
-  return emu::capture_violation(cudaErrorStreamCaptureImplicit);
+  GraphNode n;
+  n.kind = GraphNode::Kind::Set, n.dst = p, n.bytes = bytes, n.value = value;
+  return issue_async(stream, n);
 }
 
 // ---- synchronisation and errors ----------------------------------------------------

@@ -44,9 +44,13 @@ void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int
 
 #else  // real GPU: cuBLAS
 
+// The handle's own workspace (32 MiB, NVIDIA's figure for Hopper), set once, so a cuBLAS
+// call captured into a CUDA graph (optimized/device_graph.h) never allocates.
 struct FastGemm::Impl {
   cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
 };
+constexpr size_t kCublasWorkspaceBytes = 32u << 20;
 
 namespace {
 void check_cublas(cublasStatus_t s, const char* what) {
@@ -57,9 +61,12 @@ void check_cublas(cublasStatus_t s, const char* what) {
 
 FastGemm::FastGemm() : impl_(std::make_unique<Impl>()) {
   check_cublas(cublasCreate(&impl_->handle), "cublasCreate");
+  check_cuda(cudaMalloc(&impl_->workspace, kCublasWorkspaceBytes), "cuBLAS workspace");
+  check_cublas(cublasSetWorkspace(impl_->handle, impl_->workspace, kCublasWorkspaceBytes), "cublasSetWorkspace");
 }
 FastGemm::~FastGemm() {
   if (impl_ && impl_->handle) cublasDestroy(impl_->handle);
+  if (impl_ && impl_->workspace) cudaFree(impl_->workspace);
 }
 
 void FastGemm::run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision precision,

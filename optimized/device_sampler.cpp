@@ -99,12 +99,27 @@ void DeviceSampler::upload_histories(std::span<const SamplingContext> ctx) {
   pos_.upload(pos);
 }
 
+// The candidates of every row through the config's processors (ids_, x_, counts_).
+void DeviceSampler::process(const float* logits, std::span<const SamplingContext> ctx) {
+  const int R = (int)ctx.size();
+  reserve(R);
+  upload_histories(ctx);
+  k::candidates_init(ids_.get(), x_.get(), counts_.get(), logits, R, vocab_);
+  for (const std::string& name : order_names_) apply(name, R);
+}
+
+// The reference's error when a row has no candidate left.
+void DeviceSampler::require_alive(int R) {
+  std::vector<int> counts(R);
+  counts_.download(counts.data(), R);
+  for (int n : counts) require_input(n > 0, "sampler", "banned_tokens", "every candidate was removed");
+}
+
 // The selector: the candidate index each row picks (reference GreedySelector / DrawSelector).
 std::vector<int> DeviceSampler::select(std::span<const SamplingContext> ctx) {
   const int R = (int)ctx.size();
-  std::vector<int> counts(R), sel(R);
-  counts_.download(counts.data(), R);
-  for (int n : counts) require_input(n > 0, "sampler", "banned_tokens", "every candidate was removed");
+  std::vector<int> sel(R);
+  require_alive(R);
   k::softmax_rows_counted(probs_.get(), x_.get(), counts_.get(), R, vocab_);
   const bool greedy = config_.temperature <= 0.0f;
   if (greedy) {
@@ -168,10 +183,7 @@ std::vector<LogprobReport> DeviceSampler::report(const float* logits, const std:
 std::vector<DeviceSample> DeviceSampler::sample(const float* logits, std::span<const SamplingContext> ctx, int top_n) {
   const int R = (int)ctx.size();
   if (R == 0) return {};
-  reserve(R);
-  upload_histories(ctx);
-  k::candidates_init(ids_.get(), x_.get(), counts_.get(), logits, R, vocab_);
-  for (const std::string& name : order_names_) apply(name, R);
+  process(logits, ctx);
   const std::vector<int> sel = select(ctx);
   last_rows_ = R;
   std::vector<LogprobReport> reps = report(logits, sel, top_n);
@@ -183,13 +195,8 @@ std::vector<DeviceSample> DeviceSampler::sample(const float* logits, std::span<c
 void DeviceSampler::distributions(const float* logits, std::span<const SamplingContext> ctx, float* out) {
   const int R = (int)ctx.size();
   if (R == 0) return;
-  reserve(R);
-  upload_histories(ctx);
-  k::candidates_init(ids_.get(), x_.get(), counts_.get(), logits, R, vocab_);
-  for (const std::string& name : order_names_) apply(name, R);
-  std::vector<int> counts(R);
-  counts_.download(counts.data(), R);
-  for (int n : counts) require_input(n > 0, "sampler", "banned_tokens", "every candidate was removed");
+  process(logits, ctx);
+  require_alive(R);
   const bool greedy = config_.temperature <= 0.0f;
   if (greedy) {
     k::argmax_rows_counted(selected_.get(), x_.get(), counts_.get(), R, vocab_);

@@ -52,6 +52,8 @@ class DeviceSampler {
   void sort(const float* values, int R);  // order_ <- rank order of values over the candidates
   void compact(int R);
   void upload_histories(std::span<const SamplingContext> ctx);
+  void process(const float* logits, std::span<const SamplingContext> ctx);
+  void require_alive(int R);
   std::vector<int> select(std::span<const SamplingContext> ctx);  // candidate index per row
   std::vector<LogprobReport> report(const float* logits, const std::vector<int>& selected, int top_n);
 

@@ -19,17 +19,18 @@ SpecStep DeviceSequence::verify_round(std::span<const int> ext, size_t t, const 
   const float* rows = dev_.logits_device() + first_row * (size_t)vocab;
   std::vector<SamplingContext> ctx;  // (m + 1) row i conditioned on ext[0 .. t + i)
   for (int i = 0; i <= m; i++) ctx.push_back({ext.first(t + (size_t)i), {dist.config().seed, 0, 0}});
-  DeviceSampler sampler(dist.config(), vocab);
-  DeviceBuffer<float> p((size_t)(m + 1) * vocab), q, wf(kernels::speculative_workspace_floats(m, vocab));
-  DeviceBuffer<int> drafts, wi(kernels::speculative_workspace_ints(m, vocab)), out((size_t)m + 2);
-  sampler.distributions(rows, ctx, p.get());  // (m + 1, vocab)
-  q.upload(d.q);                              // (m, vocab)
-  drafts.upload(d.tokens);                    // (m)
-  kernels::speculative_verify(out.get(), p.get(), q.get(), drafts.get(), m, vocab, first.seed, (int)first.seq,
-                              (int)first.position, wf.get(), wi.get());
+  DeviceSampler sampler(dist.config(), vocab);  // the config may differ from the last round's loop
+  p_.reserve((size_t)(m + 1) * vocab), out_.reserve((size_t)m + 2);
+  ws_f_.reserve(kernels::speculative_workspace_floats(m, vocab));
+  ws_i_.reserve(kernels::speculative_workspace_ints(m, vocab));
+  sampler.distributions(rows, ctx, p_.get());  // (m + 1, vocab)
+  q_.upload(d.q);                              // (m, vocab)
+  drafts_.upload(d.tokens);                    // (m)
+  kernels::speculative_verify(out_.get(), p_.get(), q_.get(), drafts_.get(), m, vocab, first.seed, (int)first.seq,
+                              (int)first.position, ws_f_.get(), ws_i_.get());
   std::vector<int> host((size_t)m + 2);
   kernels::check_cuda(cudaDeviceSynchronize(), "speculative verify");
-  out.download(host.data(), host.size());
+  out_.download(host.data(), host.size());
   SpecStep s;
   s.accepted = host[0];
   s.tokens.assign(host.begin() + 1, host.begin() + 2 + s.accepted);

@@ -40,6 +40,9 @@ class DeviceSequence : public SequenceRunner {
  private:
   const Model& model_;
   Backend dev_;
+  // verify_round's device buffers, grown as needed and kept across rounds.
+  DeviceBuffer<float> p_, q_, ws_f_;  // (m + 1, vocab), (m, vocab), speculative_workspace_floats
+  DeviceBuffer<int> drafts_, ws_i_, out_;  // (m), speculative_workspace_ints, (m + 2)
 };
 
 }  // namespace oracle::optimized

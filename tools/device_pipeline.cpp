@@ -40,9 +40,10 @@ std::string unavailable() {
 }
 
 // One sequence, KV blocks of 16: every device run of the tools.
-optimized::Backend single_sequence(const Model& m, DeviceMode mode, Trace* trace = nullptr) {
-  return optimized::Backend(m, {1, 16, 0}, backend_options(mode, trace));
+optimized::Backend single_sequence(const Model& m, const optimized::BackendOptions& bo) {
+  return optimized::Backend(m, {1, 16, 0}, bo);
 }
+optimized::Backend single_sequence(const Model& m, DeviceMode mode) { return single_sequence(m, backend_options(mode)); }
 
 // The device greedy loop of every tool: prefill `prompt`, then at step i = 0, 1, ...
 // the device argmax of the last logits row (argmax_lowest: ties to the lowest id)
@@ -105,7 +106,7 @@ void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, De
   optimized::BackendOptions bo = backend_options(mode, &t);
   optimized::FastAudit audit(bo.precision);
   if (fast_ops && is_fast(mode)) bo.audit = &audit;
-  optimized::Backend dev(m, {1, 16, 0}, bo);
+  optimized::Backend dev = single_sequence(m, bo);
   dev.forward(0, std::span<const int>(tokens.data(), (size_t)prompt_tokens));
   for (size_t i = (size_t)prompt_tokens; i < tokens.size(); i++) dev.forward(0, std::span<const int>(&tokens[i], 1));
   if (!bo.audit) return;

@@ -89,7 +89,7 @@ void launch_raw(KernelThunk thunk, void* closure, dim3 grid, dim3 block, size_t 
 // Kernel launches run so far on this OS thread (eager launches and graph replays).
 long long launches_run();
 
-// ---- stream capture (CUDA graphs; kernels/emu/cuda_emu_graph.cpp) -----------------
+// ---- stream capture (CUDA graphs; kernels/emu/cuda_emu_runtime.cpp) ---------------
 // While this OS thread captures a stream, a launch, cudaMemcpyAsync or
 // cudaMemsetAsync on that stream is recorded as a graph node (kernel arguments
 // copied by value, as the GPU does) instead of running; a launch on any other

@@ -46,12 +46,6 @@ struct CaptureState {
 };
 thread_local CaptureState t_capture;
 
-// The role of an operation issued on `stream` while this thread may be capturing.
-emu::CaptureRole role(cudaStream_t stream) {
-  if (!t_capture.active) return emu::CaptureRole::None;
-  return stream == t_capture.stream ? emu::CaptureRole::Record : emu::CaptureRole::Illegal;
-}
-
 // A call the GPU prohibits while this thread captures (sync copies, allocation, synchronisation).
 bool prohibited_now() { return t_capture.active; }
 
@@ -73,7 +67,11 @@ void run_node(const GraphNode& n) {
 
 namespace emu {
 
-CaptureRole capture_role(cudaStream_t stream) { return role(stream); }
+// The role of an operation issued on `stream` while this thread may be capturing.
+CaptureRole capture_role(cudaStream_t stream) {
+  if (!t_capture.active) return CaptureRole::None;
+  return stream == t_capture.stream ? CaptureRole::Record : CaptureRole::Illegal;
+}
 
 void record_kernel(KernelThunk thunk, std::shared_ptr<void> closure, dim3 grid, dim3 block, size_t shared_bytes,
                    bool sync) {
@@ -111,7 +109,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
 // An async copy or set on `stream`: run now, recorded (the stream is captured) or refused
 // (another stream is captured: the GPU's implicit-dependency error).
 static cudaError_t issue_async(cudaStream_t stream, const GraphNode& node) {
-  switch (role(stream)) {
+  switch (emu::capture_role(stream)) {
     case emu::CaptureRole::None: run_node(node); return cudaSuccess;
     case emu::CaptureRole::Record: t_capture.nodes.push_back(node); return cudaSuccess;
     case emu::CaptureRole::Illegal: break;
@@ -186,7 +184,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (!exec) return cudaErrorInvalidValue;
-  if (role(stream) != emu::CaptureRole::None) return emu::capture_violation(cudaErrorStreamCaptureUnsupported);
+  if (emu::capture_role(stream) != emu::CaptureRole::None) return emu::capture_violation(cudaErrorStreamCaptureUnsupported);
   for (const GraphNode& n : exec->nodes) run_node(n);
   return cudaSuccess;
 }

@@ -2,7 +2,7 @@
 # The one prepared script for a GPU session (docs/diff.md): builds with CUDA,
 # runs the GPU test label, `oracle diff` on every real model (SmolLM2 included) in
 # both modes, the golden verify on the device, and benchmarks the llama3-8b shape
-# in BF16 and Q4_K_M in both modes. Every step's
+# in BF16 and Q4_K_M in both modes and the decode-step graphs' speed-up. Every step's
 # outcome is recorded and the script continues; results go to
 # docs/gpu-results/ (summary.json + one file per step). Budget: < 10 minutes.
 # Usage: scripts/gpu-check.sh [--dry-run]   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR,
@@ -114,6 +114,11 @@ for q in bf16 q4_k_m; do
   step "bench_llama3_8b_4l_${q}_both" 150 bash -c "'$oracle' bench --backend cuda --mode both --model '$f' \
     --context 1024 --prompt-tokens 256 --decode-tokens 64 --repetitions 2 --json >'$out/bench_llama3_8b_4l_${q}_both.json'"
 done
+# The decode-step graphs' speed-up (docs/cuda.md "CUDA graphs"): eager launches and graph
+# replays alternate on Q4_K_M, deterministic mode; last, so a spent budget skips only it.
+step bench_llama3_8b_4l_q4_k_m_graphs 90 bash -c "'$oracle' bench --backend cuda --cuda-graphs both \
+  --model '$bench_dir/llama3-8b-4l-q4_k_m.gguf' --context 1024 --prompt-tokens 256 --decode-tokens 64 \
+  --repetitions 2 --json >'$out/bench_llama3_8b_4l_q4_k_m_graphs.json'"
 
 total=$(( $(date +%s) - started ))
 {

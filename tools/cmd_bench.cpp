@@ -37,6 +37,7 @@ struct BenchOptions {
   DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
+  std::string cuda_graphs = "on";     // device backends: decode steps as CUDA graphs (on, off, both)
   int tp = 1;                         // --tp N: tensor-parallel ranks (mpirun -np N)
 };
 
@@ -245,16 +246,26 @@ static void add_device_fields(nlohmann::json& j, const Model& m, const BenchOpti
   j["params"] = n_params(m);
 }
 
-// --mode both: the two modes alternate, repetition by repetition (the machine's noise
-// falls on both alike), and the report gives each mode's means and the determinism
-// tax: fast tokens/s over deterministic tokens/s, for decode and prefill.
-static int bench_device_both(const DevicePipeline& dev, const Model& m, const BenchOptions& o) {
+// One side of a paired device bench: a mode, with or without decode-step graphs.
+struct BenchVariant {
+  const char* label;  // its key in the report ("deterministic", "fast", "eager", "graphs")
+  DeviceMode mode;
+  bool cuda_graphs;
+};
+
+// A paired bench (--mode both, --cuda-graphs both): the two variants alternate,
+// repetition by repetition (the machine's noise falls on both alike); the report
+// gives each one's means and `ratio`_decode / _prefill = second's tokens/s over
+// the first's (the determinism tax; the graphs' speed-up, whose prefill ratio —
+// prefill is never graphed — shows the run's noise).
+static int bench_device_pair(const DevicePipeline& dev, const Model& m, const BenchOptions& o,
+                             const BenchVariant (&v)[2], const std::string& ratio, const char* what) {
   Progress progress("bench", 2 * o.repetitions, !o.quiet && !json_output(o));
   std::vector<double> pp[2], tg[2];
   nlohmann::json last[2];
   for (int r = 0; r < o.repetitions; r++) {
     for (int k = 0; k < 2; k++) {
-      last[k] = dev.bench(m, k == 0 ? DeviceMode::Deterministic : DeviceMode::Fast, o.prompt_tokens, o.decode_tokens);
+      last[k] = dev.bench(m, v[k].mode, v[k].cuda_graphs, o.prompt_tokens, o.decode_tokens);
       pp[k].push_back(last[k]["prefill_tok_s"].get<double>());
       tg[k].push_back(last[k]["decode_tok_s"].get<double>());
       progress.update(2 * r + k + 1);
@@ -264,31 +275,52 @@ static int bench_device_both(const DevicePipeline& dev, const Model& m, const Be
   nlohmann::json j = last[0];
   for (int k = 0; k < 2; k++) {
     last[k].update(stats_json(pp[k], tg[k]));
-    j[k == 0 ? "deterministic" : "fast"] = last[k];
+    j[v[k].label] = last[k];
   }
-  j.update(stats_json(pp[0], tg[0]));  // the top level: deterministic, as --mode deterministic
-  j["mode"] = "both";
-  j["determinism_tax_decode"] = last[1]["decode_tok_s"].get<double>() / last[0]["decode_tok_s"].get<double>();
-  j["determinism_tax_prefill"] = last[1]["prefill_tok_s"].get<double>() / last[0]["prefill_tok_s"].get<double>();
+  j.update(stats_json(pp[0], tg[0]));  // the top level: the first variant
+  j["mode"] = v[0].mode == v[1].mode ? mode_name(v[0].mode) : "both";
+  j["cuda_graphs"] = v[0].cuda_graphs == v[1].cuda_graphs ? nlohmann::json(v[0].cuda_graphs) : nlohmann::json("both");
+  j[ratio + "_decode"] = last[1]["decode_tok_s"].get<double>() / last[0]["decode_tok_s"].get<double>();
+  j[ratio + "_prefill"] = last[1]["prefill_tok_s"].get<double>() / last[0]["prefill_tok_s"].get<double>();
   add_device_fields(j, m, o);
   if (json_output(o)) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     print_table(j, m, o.backend);
-    std::printf("determinism tax (fast / deterministic tokens/s, means of %d): decode %.3fx, prefill %.3fx\n",
-                o.repetitions, j["determinism_tax_decode"].get<double>(), j["determinism_tax_prefill"].get<double>());
+    std::printf("%s (%s / %s tokens/s, means of %d): decode %.3fx, prefill %.3fx\n", what, v[1].label, v[0].label,
+                o.repetitions, j[ratio + "_decode"].get<double>(), j[ratio + "_prefill"].get<double>());
   }
   return kExitOk;
 }
 
+// --cuda-graphs on | off | both -> whether the single runs use graphs; InputError otherwise.
+static bool parse_graphs(const BenchOptions& o) {
+  require_input(o.cuda_graphs == "on" || o.cuda_graphs == "off" || o.cuda_graphs == "both", o.cuda_graphs,
+                "--cuda-graphs", "expected on, off or both");
+  require_input(o.cuda_graphs == "on" || o.backend != "reference", o.backend, "--cuda-graphs",
+                "CUDA graphs are a device backend's (--backend cuda-emu or cuda)");
+  require_input(o.cuda_graphs != "both" || o.mode != "both", o.mode, "--mode",
+                "--mode both and --cuda-graphs both cannot be paired in one run: pick one of them");
+  return o.cuda_graphs != "off";
+}
+
 static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOptions& o) {
   require_input(!speculative_enabled(o.spec), o.backend, "--backend", "speculative bench runs on the reference only");
-  if (o.mode == "both") return bench_device_both(dev, m, o);
+  const bool graphs = parse_graphs(o);
+  if (o.mode == "both") {
+    const BenchVariant v[2] = {{"deterministic", DeviceMode::Deterministic, graphs}, {"fast", DeviceMode::Fast, graphs}};
+    return bench_device_pair(dev, m, o, v, "determinism_tax", "determinism tax");
+  }
+  const DeviceMode mode = parse_mode(o.mode);
+  if (o.cuda_graphs == "both") {
+    const BenchVariant v[2] = {{"eager", mode, false}, {"graphs", mode, true}};
+    return bench_device_pair(dev, m, o, v, "graph_speedup", "CUDA graphs' speed-up");
+  }
   Progress progress("bench", o.repetitions, !o.quiet && !json_output(o));
   std::vector<double> pp, tg;
   nlohmann::json j;
   for (int r = 0; r < o.repetitions; r++) {
-    j = dev.bench(m, parse_mode(o.mode), o.prompt_tokens, o.decode_tokens);
+    j = dev.bench(m, mode, graphs, o.prompt_tokens, o.decode_tokens);
     pp.push_back(j["prefill_tok_s"].get<double>());
     tg.push_back(j["decode_tok_s"].get<double>());
     progress.update(r + 1);
@@ -330,6 +362,7 @@ int run_bench(BenchOptions o) {
   const Model m = load_model_arg(o.model);
   if (o.mode != "both") parse_mode(o.mode);  // a bad --mode is refused for every backend
   require_input(o.mode != "both" || o.backend != "reference", o.mode, "--mode", "both is for device backends (cuda-emu, cuda)");
+  parse_graphs(o);  // --cuda-graphs too
   fit_to_context(o, m.config.seq_len);
   const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
   require_input(positions <= m.config.seq_len, m.path, "context_length",
@@ -402,6 +435,9 @@ Command setup_bench(CLI::App& app) {
   add_speculative_options(sub, opts->spec);
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda");
   sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, fast-tf32, fast-bf16, or both (deterministic and fast alternating; reports the determinism tax)");
+  sub->add_option("--cuda-graphs", opts->cuda_graphs,
+                  "Device backends: decode steps replayed as CUDA graphs (on, the default), launched one by one "
+                  "(off), or both alternating (reports the graphs' speed-up)");
   sub->add_option("--tp", opts->tp, "Tensor-parallel ranks: run as mpirun -np N (docs/scale.md)")
       ->check(int_in<int>(1, 4096));
   return {sub, [opts] { return run_bench(*opts); }};

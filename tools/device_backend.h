@@ -51,8 +51,9 @@ struct DevicePipeline {
   std::vector<float> (*logits)(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode);
   // Times one prefill of prompt_tokens then decode_tokens greedy steps; JSON
   // with tokens/s, the weight bytes a decode step reads and the achieved
-  // bandwidth (and the GPU's peak, on the GPU).
-  nlohmann::json (*bench)(const Model& m, DeviceMode mode, int prompt_tokens, int decode_tokens);
+  // bandwidth (and the GPU's peak, on the GPU). cuda_graphs: decode steps replayed
+  // as captured graphs (else launched one by one; prefill is never graphed).
+  nlohmann::json (*bench)(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens);
   // Feeds tokens[0, prompt_tokens) in one call, then the rest one at a time,
   // sending every named intermediate to `trace` (oracle diff). Fast mode with
   // `fast_ops`: every fast matmul is also checked against its derived bound.

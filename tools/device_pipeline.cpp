@@ -127,11 +127,13 @@ double peak_bandwidth() {
 #endif
 }
 
-nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int decode_tokens) {
+nlohmann::json bench(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens) {
   const Config& c = m.config;
   std::vector<int> prompt((size_t)prompt_tokens);  // BOS then a fixed sequence (content does not matter)
   for (int i = 0; i < prompt_tokens; i++) prompt[(size_t)i] = i == 0 ? 1 % c.vocab_size : (3 + 31 * i) % c.vocab_size;
-  optimized::Backend dev = single_sequence(m, mode);
+  optimized::BackendOptions bo = backend_options(mode);
+  bo.cuda_graphs = cuda_graphs;
+  optimized::Backend dev = single_sequence(m, bo);
   Stopwatch prefill, decode;
   double prefill_s = 0.0;
   int token = -1;
@@ -149,7 +151,8 @@ nlohmann::json bench(const Model& m, DeviceMode mode, int prompt_tokens, int dec
           {"tpot_ms", decode_s * 1e3 / decode_tokens}, {"decode_weight_bytes", bytes},
           {"decode_weight_bytes_s", decode_tok_s * bytes}, {"peak_bandwidth_bytes_s", peak},
           {"bandwidth_fraction_of_peak", peak > 0 ? decode_tok_s * bytes / peak : 0.0},
-          {"roofline_decode_tok_s", peak > 0 ? peak / bytes : 0.0}, {"cuda_graphs", true}, {"last_token", token}};
+          {"roofline_decode_tok_s", peak > 0 ? peak / bytes : 0.0}, {"cuda_graphs", cuda_graphs}, {"graphs_captured", dev.graphs().captured()},
+          {"graph_launches", dev.graphs().replays()}, {"last_token", token}};
 }
 
 }  // namespace

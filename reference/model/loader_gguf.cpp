@@ -1,4 +1,5 @@
 // GGUF -> Model for the `llama` and `qwen2` architectures, and the embedded tokenizer -> Vocab.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -154,17 +155,26 @@ float float_key(const GgufFile& g, const std::string& key, double fallback) {
   return static_cast<float>(v);
 }
 
-// block_count must cover every blk.N tensor the file holds: a smaller count
-// would silently run only the first layers.
+// block_count must cover every blk.N tensor the file holds (a smaller count
+// would silently run only the first layers), and the tensors must reach its
+// last layer — checked before a slot per layer is allocated, so a damaged
+// count (up to 2^31) costs nothing.
 void check_block_count(const GgufFile& g, int n_layers) {
+  const std::string key = g.get_string("general.architecture") + ".block_count";
+  int top = -1;  // highest blk.N seen
   for (const GgufTensorInfo& t : g.tensors()) {
     if (t.name.rfind("blk.", 0) != 0) continue;
     const size_t dot = t.name.find('.', 4);
     const std::string index = t.name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
     const bool digits = !index.empty() && index.size() < 9 && index.find_first_not_of("0123456789") == std::string::npos;
-    require_input(!digits || std::stoi(index) < n_layers, g.path(), g.get_string("general.architecture") + ".block_count",
+    if (!digits) continue;
+    require_input(std::stoi(index) < n_layers, g.path(), key,
                   std::to_string(n_layers) + " layers, but the file holds tensor '" + t.name + "'");
+    top = std::max(top, std::stoi(index));
   }
+  require_input(top == n_layers - 1, g.path(), key,
+                std::to_string(n_layers) + " layers, but the file's last block tensor is " +
+                    (top < 0 ? std::string("absent") : "in blk." + std::to_string(top)));
 }
 
 Config read_arch_config(const GgufFile& g) {

@@ -79,9 +79,21 @@ void take_stacked(Walker& wk, Model& m, const char* name, std::vector<int64_t> s
     m.weights.layers[l].*member = wk.take(blk(l, name), shape);
 }
 
+// The first stacked tensor (n_layers x rms_att) must fit in what is left
+// before a slot per layer is allocated: a damaged n_layers (up to 2^24) must
+// not cost gigabytes. A file cut later still names the tensor it was cut in.
+void require_layers_fit(const Walker& wk, const Config& c) {
+  const uint64_t left = wk.f.size() - wk.pos, per_layer = uint64_t(c.dim) * 4;
+  require_input(uint64_t(c.n_layers) <= left / per_layer, wk.f.path(), "header.n_layers",
+                std::to_string(c.n_layers) + " layers of rms_att need " +
+                    std::to_string(uint64_t(c.n_layers) * per_layer) + " bytes, but " +
+                    std::to_string(left) + " remain after the embedding");
+}
+
 void take_layers(Walker& wk, Model& m) {
   const Config& c = m.config;
   const int64_t dim = c.dim, hid = c.hidden_dim, kv = int64_t(c.n_kv_heads) * c.head_dim;
+  require_layers_fit(wk, c);
   m.weights.layers.resize(c.n_layers);
   // shapes in ggml order (row length first), like TensorInfo::shape
   take_stacked(wk, m, "attn_norm", {dim}, &LayerWeights::attn_norm);

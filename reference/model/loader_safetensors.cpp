@@ -371,17 +371,25 @@ void load_weights(StModel& s) {
                                              : load_matrix(s, "lm_head.weight", {vocab, dim});
 }
 
-// num_hidden_layers must cover every model.layers.N tensor (fewer would run a prefix).
+// num_hidden_layers must cover every model.layers.N tensor (fewer would run a
+// prefix), and the tensors must reach its last layer — checked before a slot
+// per layer is allocated, so a damaged count costs nothing.
 void check_layer_count(const StTable& table, int n_layers, const std::string& config) {
   const std::string prefix = "model.layers.";
+  int top = -1;  // highest model.layers.N seen
   for (const auto& [name, t] : table) {
     if (name.rfind(prefix, 0) != 0) continue;
     const size_t dot = name.find('.', prefix.size());
     const std::string index = name.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
     const bool digits = !index.empty() && index.size() < 9 && index.find_first_not_of("0123456789") == std::string::npos;
-    require_input(!digits || std::stoi(index) < n_layers, config, "num_hidden_layers",
+    if (!digits) continue;
+    require_input(std::stoi(index) < n_layers, config, "num_hidden_layers",
                   std::to_string(n_layers) + " layers, but " + t.file + " holds tensor '" + name + "'");
+    top = std::max(top, std::stoi(index));
   }
+  require_input(top == n_layers - 1, config, "num_hidden_layers",
+                std::to_string(n_layers) + " layers, but the shards' last layer tensor is " +
+                    (top < 0 ? std::string("absent") : "in model.layers." + std::to_string(top)));
 }
 
 // Raw table in ggml dimension order (reversed torch shape), like GGUF's.

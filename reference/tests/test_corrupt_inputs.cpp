@@ -106,6 +106,15 @@ TEST_CASE("corrupt: llama2.c header with a negative size", "[corrupt]") {
                      "n_layers");
 }
 
+// Found by fuzz_llama2c: n_layers = 2^24 once allocated a slot per layer
+// (gigabytes) before any tensor was read. The count is now checked against the
+// bytes left first, and the error comes before the allocation.
+TEST_CASE("corrupt: llama2.c header with a layer count the file cannot hold", "[corrupt]") {
+  ScratchDir dir("corrupt_bin_layers");
+  expect_model_error(mutated(dir, kBin, "layers.bin", [](Bytes& b) { put<int32_t>(b, 8, 1 << 24); }),
+                     "header.n_layers");
+}
+
 // ---- GGUF: container -------------------------------------------------------------------------------
 TEST_CASE("corrupt: GGUF wrong magic", "[corrupt]") {
   ScratchDir dir("corrupt_gguf_magic");
@@ -240,6 +249,16 @@ TEST_CASE("corrupt: GGUF missing tensor", "[corrupt]") {
                      "blk.1.ffn_up.weight");
 }
 
+TEST_CASE("corrupt: GGUF block_count beyond the file's last block", "[corrupt]") {
+  ScratchDir dir("corrupt_gguf_blocks");
+  for (uint32_t count : {6u, 1u << 24}) {  // one layer too many; a damaged count
+    const std::string path = rewritten(dir, "blocks.gguf", [&](GgufWriter& w) {
+      w.add_u32("llama.block_count", count);
+    }, "");
+    expect_model_error(path, "llama.block_count");
+  }
+}
+
 TEST_CASE("corrupt: GGUF head count that does not divide the width", "[corrupt]") {
   ScratchDir dir("corrupt_gguf_heads");
   const std::string path = rewritten(dir, "heads.gguf", [](GgufWriter& w) {
@@ -310,6 +329,17 @@ TEST_CASE("corrupt: config.json disagrees with the tensor shapes", "[corrupt]") 
   write_hf_config(dir.file("config.json"), c, true);
   expect_input_error([&] { load_model(dir.path.string()); }, dir.file("model.safetensors"),
                      "model.layers.0.mlp.gate_proj.weight");
+}
+
+TEST_CASE("corrupt: config.json num_hidden_layers beyond the shards' last layer", "[corrupt]") {
+  ScratchDir dir("corrupt_st_layers");
+  hf_dir(dir);
+  Config c = load_model(fixture(kBin)).config;
+  for (int count : {6, 1 << 24}) {  // one layer too many; a damaged count
+    c.n_layers = count;
+    write_hf_config(dir.file("config.json"), c, true);
+    expect_input_error([&] { load_model(dir.path.string()); }, dir.file("config.json"), "num_hidden_layers");
+  }
 }
 
 TEST_CASE("corrupt: safetensors directory without config.json", "[corrupt]") {

@@ -98,7 +98,8 @@ case $CASE in
     run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json
     [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/err")"
     jq -e '.backend == "cuda-emu" and .mode == "fast" and .prefill_tok_s > 0 and .decode_tok_s > 0
-           and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0' "$WORK/out" >/dev/null \
+           and .decode_weight_bytes > 0 and .peak_bandwidth_bytes_s == 0
+           and .cuda_graphs == true and .graphs_captured == 1 and .graph_launches == 8' "$WORK/out" >/dev/null \
       || fail "unexpected report: $(cat "$WORK/out")"
     echo "ok: $(cat "$WORK/out")"
     # --mode both: the two modes alternate in one run, each reported, with the determinism tax
@@ -110,7 +111,23 @@ case $CASE in
            and ((.determinism_tax_decode - .fast.decode_tok_s / .deterministic.decode_tok_s) | . * .) < 1e-18
            and .determinism_tax_prefill > 0' "$WORK/out" >/dev/null \
       || fail "--mode both: unexpected report: $(cat "$WORK/out")"
-    expect_input_error "" "--mode" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 --mode both ;;
+    expect_input_error "" "--mode" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 --mode both
+    # decode steps are graphs by default (above: one shape, positions 16-23 in one chunk bucket, so one
+    # capture and 8 launches); --cuda-graphs both alternates eager launches and graphs, same tokens
+    run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu \
+      --cuda-graphs both --repetitions 2 --json
+    [ "$RC" -eq 0 ] || fail "--cuda-graphs both: exit $RC: $(cat "$WORK/err")"
+    jq -e '.cuda_graphs == "both" and .mode == "deterministic" and .eager.cuda_graphs == false
+           and .eager.graph_launches == 0 and .graphs.cuda_graphs == true and .graphs.graph_launches == 8
+           and ((.graph_speedup_decode - .graphs.decode_tok_s / .eager.decode_tok_s) | . * .) < 1e-18
+           and .graph_speedup_prefill > 0 and .eager.last_token == .graphs.last_token' "$WORK/out" >/dev/null \
+      || fail "--cuda-graphs both: unexpected report: $(cat "$WORK/out")"
+    expect_input_error "" "--cuda-graphs" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 \
+      --cuda-graphs off
+    expect_input_error "maybe" "--cuda-graphs" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 \
+      --backend cuda-emu --cuda-graphs maybe
+    expect_input_error "both" "--mode" -- "$ORACLE" bench --model "$BIN" --prompt-tokens 4 --decode-tokens 2 \
+      --backend cuda-emu --mode both --cuda-graphs both ;;
   golden_emu)  # golden verify --backend cuda-emu: every record (sampled ones too) reproduced on the device
     GOLDEN="$(dirname "$0")/../../golden"
     export ORACLE_SHARED_DIR=$SHARED

@@ -106,6 +106,8 @@
     "temperature as x * (1/T): two roundings instead of one division", "test_sampler_emu")      \
   X(KERNEL_COMPACT_DROPS_LAST, "kernels", "sampler_filter.cu compact",                                           \
     "compaction loses the last surviving candidate", "test_sampler_emu")                         \
+  X(KERNEL_COMPACT_BLOCK_WARP_OFFSET, "kernels", "sampler_filter.cu compact_block (version 2)",                   \
+    "compaction v2 leaves the previous warp's survivors out of a survivor's slot", "test_kernels_emu:[compact]")  \
   X(KERNEL_TOP_K_TIES_DROPPED, "kernels", "sampler_filter.cu top_k",                                             \
     "hf top-k drops the logits tied with the k-th", "test_sampler_emu")                          \
   X(KERNEL_TOP_P_KEEPS_EXTRA, "kernels", "sampler_filter.cu top_p",                                              \
@@ -129,6 +131,9 @@
     "every running request of a device batch step samples logits row 0 (the first request's)", "test_device_batch") \
   X(DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE, "optimized", "DeviceSequence::truncate",                                 \
     "the device rollback after a speculative round keeps one rejected position", "test_device_batch")     \
+  X(DEVICE_SEQUENCE_SAMPLER_KEPT_ON_NEW_CONFIG, "optimized", "DeviceSequence::sampler_for",                    \
+    "a device target keeps the last run's sampler when a speculative run brings another sampler config",        \
+    "test_device_batch")                                                                                         \
   X(BACKEND_GRAPH_KEY_IGNORES_BOUND, "optimized", "Backend::run_rows step graphs",                              \
     "decode-step graphs are keyed without the attention chunk bound, so a graph captured for short contexts "   \
     "is replayed when the context has grown past it", "test_backend_graphs")                                   \

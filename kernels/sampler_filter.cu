@@ -9,6 +9,7 @@ namespace oracle::kernels {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kCompactThreads = 256;  // compaction version 2: threads per row = entries per chunk
 
 using oracle::fault::Fault;
 
@@ -35,6 +36,40 @@ __global__ void compact_kernel(int* ids, float* x, int* counts, const int* keep,
     }
   if (oracle::fault::active(Fault::KERNEL_COMPACT_DROPS_LAST) && w > 1) w--;  // FAULT: the last survivor is lost
   counts[r] = w;
+}
+
+// Version 2: one block of kCompactThreads per row, over chunks of kCompactThreads entries.
+// Each thread reads its entry and flag; a warp ballot + popc gives its slot among the
+// warp's survivors, the warp totals (shared) its warp's offset in the chunk. Every read
+// of a chunk happens before the barrier, every write after it and at or before the
+// chunk's first index, so the erase runs in place as version 1's.
+__global__ void compact_block_kernel(int* ids, float* x, int* counts, const int* keep, int stride) {
+  __shared__ int warp_total[kCompactThreads / 32];
+  const long long r = blockIdx.x;
+  int* id = ids + r * stride;
+  float* v = x + r * stride;
+  const int* kp = keep + r * stride;
+  const int n = counts[r], lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32;
+  int base = 0;  // survivors of the chunks before this one
+  for (int c0 = 0; c0 < n; c0 += kCompactThreads) {
+    const int i = c0 + (int)threadIdx.x;
+    const bool alive = i < n && kp[i] != 0;
+    const int my_id = alive ? id[i] : 0;
+    const float my_v = alive ? v[i] : 0.0f;
+    const unsigned mask = __ballot_sync(0xffffffffu, alive);
+    if (lane == 0) warp_total[warp] = __popc(mask);
+    __syncthreads();
+    int slot = base + __popc(mask & ((1u << lane) - 1u)), chunk_total = 0;
+    for (int w = 0; w < kCompactThreads / 32; w++) {
+      const bool before = oracle::fault::active(Fault::KERNEL_COMPACT_BLOCK_WARP_OFFSET) ? w + 1 < warp : w < warp;  // FAULT
+      slot += before ? warp_total[w] : 0;
+      chunk_total += warp_total[w];
+    }
+    if (alive) id[slot] = my_id, v[slot] = my_v;
+    base += chunk_total;
+    __syncthreads();  // warp_total is rewritten by the next chunk
+  }
+  if (threadIdx.x == 0) counts[r] = base;
 }
 
 // 1 thread / (row, rank).
@@ -151,8 +186,20 @@ void candidates_init(int* ids, float* x, int* counts, const float* logits, int R
   if (R > 0 && n > 0) launch(flat_launch((long long)R * n, kThreads, stream), init_kernel, ids, x, counts, logits, R, n);
 }
 
-void candidates_compact(int* ids, float* x, int* counts, const int* keep, int R, int stride, cudaStream_t stream) {
-  if (R > 0) launch(flat_launch(R, kThreads, stream), compact_kernel, ids, x, counts, keep, R, stride);
+void candidates_compact(int* ids, float* x, int* counts, const int* keep, int R, int stride, cudaStream_t stream,
+                        CompactVersion version) {
+  if (R <= 0) return;
+  if (version == CompactVersion::Auto) version = stride > kCompactThreads ? CompactVersion::Block : CompactVersion::Serial;
+  if (version == CompactVersion::Serial) {
+    launch(flat_launch(R, kThreads, stream), compact_kernel, ids, x, counts, keep, R, stride);
+    return;
+  }
+  LaunchConfig cfg;
+  cfg.grid = dim3((unsigned)R);
+  cfg.block = dim3(kCompactThreads);
+  cfg.sync = true;
+  cfg.stream = stream;
+  launch(cfg, compact_block_kernel, ids, x, counts, keep, stride);
 }
 
 void top_k_mark(int* keep, const float* x, const int* order, const int* counts, int k, bool hf, int R, int stride,

@@ -13,6 +13,11 @@
 // index asc == id asc because candidates stay in id order):
 //   init:     ids[k] = k, x[k] = logits[k], counts = n (the whole vocabulary).
 //   compact:  the candidates with keep != 0, in their order; counts = how many.
+//             Version 1 (Serial): 1 thread / row, one loop. Version 2 (Block): 1 block of
+//             256 threads / row over chunks of 256 entries; a survivor's slot is the
+//             survivors before it (warp ballot + popc, then the earlier warps' totals):
+//             integer counts, so both versions write the same arrays. Auto: Block when a
+//             row is longer than one chunk (stride > 256), else Serial.
 //   top_k:    (order by logit) k' = the effective k (llamacpp: k; hf: max(k, min_keep));
 //             k' >= n: every candidate kept. Else keep ranks 0..k'-1; hf also keeps
 //             every logit >= logit[order[k'-1]] (boundary ties stay).
@@ -33,8 +38,9 @@
 //             configs): out[r, v] = 1 iff v == ids[r, selected[r]], else 0.
 // Shapes:  ids, x, keep, probs (R, stride); counts (R); order (R, rank_order_stride(stride));
 //          scatter: out (R, vocab), selected (R) candidate indices.
-// Thread mapping: init, top_k and scatter 1 thread / (row, entry); compaction, top_p and
-//          min_p 1 thread / row (their sums and scans are sequential by definition).
+// Thread mapping: init, top_k and scatter 1 thread / (row, entry); compaction v2 1 block
+//          / row; compaction v1, top_p and min_p 1 thread / row (top-p's sum is sequential
+//          by definition).
 // Reduction order: the sequential add_rn sums above, in rank order; maxima are
 //          order-independent values.
 // Tie rule: the rank order's (lowest id first); hf top-k's boundary ties stay.
@@ -49,8 +55,9 @@ namespace oracle::kernels {
 
 void candidates_init(int* ids, float* x, int* counts, const float* logits, int R, int n,
                      cudaStream_t stream = nullptr);
+enum class CompactVersion { Auto, Serial, Block };
 void candidates_compact(int* ids, float* x, int* counts, const int* keep, int R, int stride,
-                        cudaStream_t stream = nullptr);
+                        cudaStream_t stream = nullptr, CompactVersion version = CompactVersion::Auto);
 // k: the effective k (> 0).
 void top_k_mark(int* keep, const float* x, const int* order, const int* counts, int k, bool hf, int R, int stride,
                 cudaStream_t stream = nullptr);

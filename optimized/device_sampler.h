@@ -45,6 +45,7 @@ class DeviceSampler {
   // logits and their probabilities (softmax over the survivors, as the
   // reference selectors' compute_probs).
   Candidates processed(int r) const;
+  const SamplerConfig& config() const { return config_; }
 
  private:
   void reserve(int R);

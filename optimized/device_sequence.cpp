@@ -7,6 +7,16 @@
 
 namespace oracle::optimized {
 
+// A runner may serve several speculative loops, each with its own config: the
+// sampler (and its device buffers) is kept while the config stays the same.
+DeviceSampler& DeviceSequence::sampler_for(const SamplerConfig& config) {
+  const bool stale = fault::active(fault::Fault::DEVICE_SEQUENCE_SAMPLER_KEPT_ON_NEW_CONFIG)  // FAULT
+                         ? !sampler_
+                         : !sampler_ || !(sampler_->config() == config);
+  if (stale) sampler_ = std::make_unique<DeviceSampler>(config, model_.config.vocab_size);
+  return *sampler_;
+}
+
 // p row i (position t + i) is predicted by the verify pass's row t + i - 1 - start, so
 // the m + 1 rows are contiguous from row t - 1 - start of the logits Backend left on the device.
 SpecStep DeviceSequence::verify_round(std::span<const int> ext, size_t t, const Draft& d, const rng::RngKey& first,
@@ -19,7 +29,7 @@ SpecStep DeviceSequence::verify_round(std::span<const int> ext, size_t t, const 
   const float* rows = dev_.logits_device() + first_row * (size_t)vocab;
   std::vector<SamplingContext> ctx;  // (m + 1) row i conditioned on ext[0 .. t + i)
   for (int i = 0; i <= m; i++) ctx.push_back({ext.first(t + (size_t)i), {dist.config().seed, 0, 0}});
-  DeviceSampler sampler(dist.config(), vocab);  // the config may differ from the last round's loop
+  DeviceSampler& sampler = sampler_for(dist.config());
   p_.reserve((size_t)(m + 1) * vocab), out_.reserve((size_t)m + 2);
   ws_f_.reserve(kernels::speculative_workspace_floats(m, vocab));
   ws_i_.reserve(kernels::speculative_workspace_ints(m, vocab));

@@ -17,6 +17,7 @@
 
 #include "faults/fault.h"
 #include "optimized/backend.h"
+#include "optimized/device_sampler.h"
 #include "reference/generate/speculative.h"
 
 namespace oracle::optimized {
@@ -43,6 +44,9 @@ class DeviceSequence : public SequenceRunner {
   // verify_round's device buffers, grown as needed and kept across rounds.
   DeviceBuffer<float> p_, q_, ws_f_;  // (m + 1, vocab), (m, vocab), speculative_workspace_floats
   DeviceBuffer<int> drafts_, ws_i_, out_;  // (m), speculative_workspace_ints, (m + 2)
+  // The DeviceSampler of the last round, rebuilt only when a round brings another config.
+  std::unique_ptr<DeviceSampler> sampler_;
+  DeviceSampler& sampler_for(const SamplerConfig& config);
 };
 
 }  // namespace oracle::optimized

@@ -25,6 +25,7 @@
 //   * atomics are plain read-modify-writes: fibers never preempt each other.
 // Emulation is per OS thread: separate threads may launch concurrently.
 // ============================================================================
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -214,6 +215,7 @@ inline int __all_sync(unsigned m, int pred) {
   return 1;
 }
 inline unsigned __activemask() { return emu::warp_live_mask(); }
+inline int __popc(unsigned x) { return std::popcount(x); }
 
 // ---- atomics (no preemption between fibers: plain read-modify-write) ------------
 template <typename T>

@@ -7,7 +7,9 @@
 //    ModelDrafter on a DeviceSequence == generate_speculative on the reference
 //    (ids, finish, acceptance counts), greedy and sampled, k = 2 and 5; the
 //    round's p, rule and draws run on the device (DeviceSequence::verify_round).
-// Catches DEVICE_BATCH_SAMPLES_ROW0 and DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE.
+//    One target DeviceSequence serves every run, so its kept sampler must follow the config.
+// Catches DEVICE_BATCH_SAMPLES_ROW0, DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE and
+// DEVICE_SEQUENCE_SAMPLER_KEPT_ON_NEW_CONFIG.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -99,6 +101,9 @@ TEST_CASE("device batch: continuous batching on the device equals generate_batch
 TEST_CASE("device batch: speculative rounds on device sequences equal generate_speculative", "[emu][device_batch]") {
   const Fixture& f = fixture();
   const std::vector<int> prompt = f.tok.encode("Once upon a time", true);
+  // One target for every run: its DeviceSampler must follow each run's config (a kept
+  // sampler of the last run's config would verify with the wrong p).
+  optimized::DeviceSequence target(f.model, 4);
   for (int kind : {0, 1, 2}) {  // greedy; sampled with a repetition penalty; with frequency/presence penalties
     for (int k : {2, 5}) {
       SpecOptions o;
@@ -109,7 +114,7 @@ TEST_CASE("device batch: speculative rounds on device sequences equal generate_s
       ModelDrafter ref_drafter(f.draft, o.sampler, {});
       const SpecResult want = generate_speculative(f.model, ref_drafter, prompt, o);
       ModelDrafter dev_drafter(std::make_unique<optimized::DeviceSequence>(f.draft, 3), o.sampler);
-      optimized::DeviceSequence target(f.model, 4);
+      target.truncate(0);
       INFO("sampler kind " << kind << " k " << k);
       // An InputError from the device loop (e.g. a rollback that left the cache longer than
       // the history: "no tokens to run") is a failed check here, not an escaped exception.

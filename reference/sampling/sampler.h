@@ -102,6 +102,7 @@ struct SamplerConfig {
   std::vector<std::pair<int, float>> logit_bias;  // (id, added to the logit)
   std::vector<int> banned_tokens;
   uint64_t seed = 0;
+  bool operator==(const SamplerConfig&) const = default;  // field by field (a cached chain's key)
 };
 
 // Processor names: "logit_bias", "banned", "penalties", "temperature",

@@ -194,12 +194,7 @@ void candidates_compact(int* ids, float* x, int* counts, const int* keep, int R,
     launch(flat_launch(R, kThreads, stream), compact_kernel, ids, x, counts, keep, R, stride);
     return;
   }
-  LaunchConfig cfg;
-  cfg.grid = dim3((unsigned)R);
-  cfg.block = dim3(kCompactThreads);
-  cfg.sync = true;
-  cfg.stream = stream;
-  launch(cfg, compact_block_kernel, ids, x, counts, keep, stride);
+  launch(group_launch(R, 1, kCompactThreads, stream), compact_block_kernel, ids, x, counts, keep, stride);  // 1 block / row
 }
 
 void top_k_mark(int* keep, const float* x, const int* order, const int* counts, int k, bool hf, int R, int stride,

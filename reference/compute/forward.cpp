@@ -368,6 +368,8 @@ void check_split(Ctx& cx) {
 std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,
                             bool all_logits, const ForwardOptions& opt) {
   require_input(!rows.empty(), "forward", "tokens", "no tokens to run");
+  require_input(opt.numerics == num::NumericsProfile::Canonical, "forward", "numerics",
+                "the ggml numerics profile is not implemented in this build");
   std::unique_ptr<ThreadPool> own_pool;
   ThreadPool* pool = opt.pool;
   if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();

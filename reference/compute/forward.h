@@ -15,6 +15,7 @@
 #include "reference/compute/tensor_split.h"
 #include "reference/model/model.h"
 #include "reference/base/thread_pool.h"
+#include "numerics/profile.h"
 
 namespace oracle {
 
@@ -39,6 +40,10 @@ struct ForwardOptions {
   // through split->all_gather; the KV cache must be built with
   // kv_slice_config(). Null: one rank. Changes no bit of the logits.
   const TensorSplit* split = nullptr;
+  // Operation orders (numerics/profile.h). Canonical is the golden/ contract;
+  // Ggml models llama.cpp's CPU backend (refused with InputError field
+  // "numerics" where a path does not implement it).
+  num::NumericsProfile numerics = num::NumericsProfile::Canonical;
 };
 
 // Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,

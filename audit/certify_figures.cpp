@@ -7,42 +7,16 @@
 #include <filesystem>
 
 #include "audit/certify_stats.h"
+#include "audit/svg.h"
 #include "numerics/numerics.h"
 
 namespace oracle {
 namespace {
 
 // ---- text and numbers ------------------------------------------------------------------------
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
-std::string text(double x, double y, const std::string& s, const char* anchor = "start", int size = 12,
-                 const char* extra = "") {
-  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" font-size=\"" + std::to_string(size) +
-         "\" text-anchor=\"" + anchor + "\" " + extra + ">" + escape(s) + "</text>\n";
-}
-
-std::string line(double x0, double y0, double x1, double y1, const char* color, double width = 1,
-                 const char* dash = "") {
-  return "<line x1=\"" + fmt("%.1f", x0) + "\" y1=\"" + fmt("%.1f", y0) + "\" x2=\"" + fmt("%.1f", x1) + "\" y2=\"" +
-         fmt("%.1f", y1) + "\" stroke=\"" + color + "\" stroke-width=\"" + fmt("%g", width) + "\"" +
-         (*dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") + "/>\n";
-}
+using svg::fmt;
+using svg::line;
+using svg::text;
 
 double log10_d(double v) { return num::log_d(v) / num::log_d(10.0); }
 
@@ -102,7 +76,7 @@ std::string axes(const Panel& p, const std::string& title, const std::string& xl
        "\" height=\"" + fmt("%.1f", b - t) + "\" fill=\"none\" stroke=\"#333\"/>\n";
   s += text((l + r) / 2, p.h - 8, xl, "middle", 12);
   s += "<text x=\"14\" y=\"" + fmt("%.1f", (t + b) / 2) + "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 14 " +
-       fmt("%.1f", (t + b) / 2) + ")\">" + escape(yl) + "</text>\n";
+       fmt("%.1f", (t + b) / 2) + ")\">" + svg::escape(yl) + "</text>\n";
   return s;
 }
 

@@ -1,6 +1,8 @@
 // Minimal SVG plots (see svg_plot.h). Fixed 640x400 canvas, 60 px margins.
 #include "audit/svg_plot.h"
 
+#include "audit/svg.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -18,32 +20,9 @@ struct Frame {
   double py(double y) const { return kHeight - kBottom - (y - y0) / (y1 - y0) * (kHeight - kTop - kBottom); }
 };
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
-
-std::string text(double x, double y, const std::string& s, const char* anchor, int size = 12) {
-  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" font-size=\"" +
-         std::to_string(size) + "\" text-anchor=\"" + anchor + "\">" + escape(s) + "</text>\n";
-}
-
-std::string line(double x0, double y0, double x1, double y1, const char* stroke) {
-  return "<line x1=\"" + fmt("%.1f", x0) + "\" y1=\"" + fmt("%.1f", y0) + "\" x2=\"" + fmt("%.1f", x1) +
-         "\" y2=\"" + fmt("%.1f", y1) + "\" stroke=\"" + stroke + "\"/>\n";
-}
+using svg::fmt;
+using svg::line;
+using svg::text;
 
 // Header, axes, 5 ticks per axis, title and axis labels.
 std::string frame_svg(const Frame& f, const PlotLabels& l, const char* y_tick_fmt) {
@@ -62,7 +41,7 @@ std::string frame_svg(const Frame& f, const PlotLabels& l, const char* y_tick_fm
   s += text((kLeft + kWidth - kRight) / 2, kHeight - 12, l.x_label, "middle");
   s += "<text x=\"16\" y=\"" + fmt("%.1f", (kTop + kHeight - kBottom) / 2) +
        "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
-       fmt("%.1f", (kTop + kHeight - kBottom) / 2) + ")\">" + escape(l.y_label) + "</text>\n";
+       fmt("%.1f", (kTop + kHeight - kBottom) / 2) + ")\">" + svg::escape(l.y_label) + "</text>\n";
   return s;
 }
 

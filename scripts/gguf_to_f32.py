@@ -3,7 +3,7 @@
 quantized / F16 / BF16 tensor dequantized to F32 using the PyPI `gguf`
 package (gguf.quants.dequantize, numpy float32). Metadata is copied as is.
 For Q4_1 sources the result is exact: every Q4_1 value d*q+m is one float32
-(the same rounding ggml and reference/quant.cpp apply).
+(the same rounding ggml and reference/model/quant.cpp apply).
     python3 scripts/gguf_to_f32.py IN.gguf OUT.gguf
 """
 import sys

@@ -4,95 +4,57 @@
 #include <vector>
 
 #include "reference/base/errors.h"
+#include "reference/model/gguf_writer.h"
 #include "numerics/numerics.h"
 
 namespace oracle::tools {
 
 namespace {
 
-constexpr uint32_t kAlignment = 32;
-// GGUF metadata value types (gguf.h GgufType) and ggml tensor types.
-enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
-
-// ---- little-endian primitives ------------------------------------------------------
-class Out {
- public:
-  explicit Out(const ByteSink& sink) : sink_(sink) {}
-  void bytes(const void* p, size_t n) { sink_(p, n); written_ += n; }
-  void u32(uint32_t v) { bytes(&v, 4); }  // the writer runs on little-endian hosts only
-  void u64(uint64_t v) { bytes(&v, 8); }
-  void f32(float v) { bytes(&v, 4); }
-  void str(const std::string& s) { u64(s.size()); bytes(s.data(), s.size()); }
-  void pad_to(uint64_t alignment) {
-    static const char zeros[64] = {};
-    while (written_ % alignment != 0) bytes(zeros, 1);
-  }
-  uint64_t written() const { return written_; }
-
- private:
-  const ByteSink& sink_;
-  uint64_t written_ = 0;
-};
-
-// ---- metadata ------------------------------------------------------------------------
-struct Kv {
-  Out& out;
-  uint64_t count = 0;
-  void key(const std::string& k, uint32_t type) { out.str(k); out.u32(type); count++; }
-  void u32(const std::string& k, uint32_t v) { key(k, kU32); out.u32(v); }
-  void f32(const std::string& k, float v) { key(k, kF32); out.f32(v); }
-  void boolean(const std::string& k, bool v) { key(k, kBool); uint8_t b = v; out.bytes(&b, 1); }
-  void str(const std::string& k, const std::string& v) { key(k, kString); out.str(v); }
-};
-
-void write_metadata(Kv& kv, const SyntheticPreset& p, uint64_t seed, const Vocab& v, DType dtype) {
+// ---- metadata (as convert_hf_to_gguf writes the keys, in this order) ---------------------
+void add_hparams(GgufWriter& w, const SyntheticPreset& p, uint64_t seed, DType dtype) {
   const Config& c = p.config;
   const std::string a = c.architecture + ".";
-  kv.str("general.architecture", c.architecture);
-  kv.str("general.name", "oracle-synth-" + p.name + "-seed" + std::to_string(seed));
-  kv.u32("general.file_type", dtype == DType::F16 ? 1 : 0);
-  kv.u32(a + "context_length", c.seq_len);
-  kv.u32(a + "embedding_length", c.dim);
-  kv.u32(a + "block_count", c.n_layers);
-  kv.u32(a + "feed_forward_length", c.hidden_dim);
-  kv.u32(a + "rope.dimension_count", c.head_dim);
-  kv.u32(a + "attention.head_count", c.n_heads);
-  kv.u32(a + "attention.head_count_kv", c.n_kv_heads);
-  kv.f32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
-  kv.f32(a + "rope.freq_base", c.rope_theta);
-  kv.u32(a + "vocab_size", c.vocab_size);
-  if (c.rope.scaling != RopeScaling::None) {  // as convert_hf_to_gguf writes them
-    kv.str(a + "rope.scaling.type", c.rope.scaling == RopeScaling::Yarn ? "yarn" : "linear");
-    kv.f32(a + "rope.scaling.factor", c.rope.factor);
-    if (c.rope.scaling == RopeScaling::Yarn) kv.u32(a + "rope.scaling.original_context_length", c.rope.original_context);
-  }
-  kv.str("tokenizer.ggml.model", "llama");
-  kv.key("tokenizer.ggml.tokens", kArray);
-  kv.out.u32(kString);
-  kv.out.u64(v.tokens.size());
-  for (const std::string& t : v.tokens) kv.out.str(t);
-  kv.key("tokenizer.ggml.scores", kArray);
-  kv.out.u32(kF32);
-  kv.out.u64(v.scores.size());
-  for (float s : v.scores) kv.out.f32(s);
-  kv.key("tokenizer.ggml.token_type", kArray);
-  kv.out.u32(kI32);
-  kv.out.u64(v.token_types.size());
-  for (int t : v.token_types) kv.out.u32((uint32_t)t);
-  kv.u32("tokenizer.ggml.bos_token_id", v.bos_id);
-  kv.u32("tokenizer.ggml.eos_token_id", v.eos_id);
-  kv.u32("tokenizer.ggml.unknown_token_id", v.unk_id);
-  kv.boolean("tokenizer.ggml.add_bos_token", v.add_bos);
-  kv.boolean("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  w.add_string("general.architecture", c.architecture);
+  w.add_string("general.name", "oracle-synth-" + p.name + "-seed" + std::to_string(seed));
+  w.add_u32("general.file_type", dtype == DType::F16 ? 1 : 0);
+  w.add_u32(a + "context_length", c.seq_len);
+  w.add_u32(a + "embedding_length", c.dim);
+  w.add_u32(a + "block_count", c.n_layers);
+  w.add_u32(a + "feed_forward_length", c.hidden_dim);
+  w.add_u32(a + "rope.dimension_count", c.head_dim);
+  w.add_u32(a + "attention.head_count", c.n_heads);
+  w.add_u32(a + "attention.head_count_kv", c.n_kv_heads);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  w.add_f32(a + "rope.freq_base", c.rope_theta);
+  w.add_u32(a + "vocab_size", c.vocab_size);
+  if (c.rope.scaling == RopeScaling::None) return;
+  w.add_string(a + "rope.scaling.type", c.rope.scaling == RopeScaling::Yarn ? "yarn" : "linear");
+  w.add_f32(a + "rope.scaling.factor", c.rope.factor);
+  if (c.rope.scaling == RopeScaling::Yarn)
+    w.add_u32(a + "rope.scaling.original_context_length", c.rope.original_context);
 }
 
-void write_meta(Kv& kv, const SynthMeta& m) {
+void add_vocab(GgufWriter& w, const Vocab& v) {
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_strings("tokenizer.ggml.tokens", v.tokens);
+  w.add_f32s("tokenizer.ggml.scores", std::vector<float>(v.scores.begin(), v.scores.end()));
+  w.add_i32s("tokenizer.ggml.token_type", std::vector<int32_t>(v.token_types.begin(), v.token_types.end()));
+  w.add_u32("tokenizer.ggml.bos_token_id", v.bos_id);
+  w.add_u32("tokenizer.ggml.eos_token_id", v.eos_id);
+  w.add_u32("tokenizer.ggml.unknown_token_id", v.unk_id);
+  w.add_bool("tokenizer.ggml.add_bos_token", v.add_bos);
+  w.add_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+}
+
+// A --meta key after the preset's (a key the preset already wrote takes the new value).
+void add_meta(GgufWriter& w, const SynthMeta& m) {
   switch (m.type) {
-    case 'u': kv.u32(m.key, (uint32_t)std::stoul(m.value)); break;
-    case 'i': kv.key(m.key, kI32); kv.out.u32((uint32_t)(int32_t)std::stol(m.value)); break;
-    case 'f': kv.f32(m.key, std::stof(m.value)); break;
-    case 'b': kv.boolean(m.key, m.value == "true" || m.value == "1"); break;
-    default: kv.str(m.key, m.value);
+    case 'u': w.add_u32(m.key, (uint32_t)std::stoul(m.value)); break;
+    case 'i': w.add_i32(m.key, (int32_t)std::stol(m.value)); break;
+    case 'f': w.add_f32(m.key, std::stof(m.value)); break;
+    case 'b': w.add_bool(m.key, m.value == "true" || m.value == "1"); break;
+    default: w.add_string(m.key, m.value);
   }
 }
 
@@ -103,26 +65,8 @@ DType tensor_type(const SyntheticTensor& t, DType dtype) {
   return bias || t.name == "rope_freqs.weight" ? DType::F32 : dtype;
 }
 
-uint64_t tensor_bytes(const SyntheticTensor& t, DType dtype) {
-  return (uint64_t)t.n_elements() * (tensor_type(t, dtype) == DType::F16 ? 2 : 4);
-}
-
-uint64_t aligned(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
-
-void write_tensor_infos(Out& out, const std::vector<SyntheticTensor>& plan, DType dtype) {
-  uint64_t offset = 0;
-  for (const SyntheticTensor& t : plan) {
-    out.str(t.name);
-    out.u32((uint32_t)t.shape.size());
-    for (int64_t d : t.shape) out.u64((uint64_t)d);
-    out.u32((uint32_t)tensor_type(t, dtype));
-    out.u64(offset);
-    offset = aligned(offset + tensor_bytes(t, dtype));
-  }
-}
-
-void write_tensor_data(Out& out, const SyntheticTensor& t, uint64_t seed, DType file_dtype) {
-  const DType dtype = tensor_type(t, file_dtype);
+// Generates and writes the tensor 2^20 elements at a time.
+void stream_tensor(const SyntheticTensor& t, uint64_t seed, DType dtype, const ByteSink& sink) {
   constexpr int64_t kChunk = 1 << 20;  // elements generated per step
   std::vector<float> values;           // (kChunk)
   std::vector<uint16_t> halves;        // (kChunk) F16 only
@@ -131,14 +75,13 @@ void write_tensor_data(Out& out, const SyntheticTensor& t, uint64_t seed, DType 
     values.resize((size_t)n);
     synthetic_fill(t, seed, first, n, values.data());
     if (dtype == DType::F32) {
-      out.bytes(values.data(), (size_t)n * 4);
+      sink(values.data(), (size_t)n * 4);
       continue;
     }
     halves.resize((size_t)n);
     for (int64_t i = 0; i < n; i++) halves[(size_t)i] = num::f32_to_fp16(values[(size_t)i]);
-    out.bytes(halves.data(), (size_t)n * 2);
+    sink(halves.data(), (size_t)n * 2);
   }
-  out.pad_to(kAlignment);
 }
 
 }  // namespace
@@ -151,24 +94,16 @@ uint64_t write_synthetic_gguf(const SyntheticPreset& preset, uint64_t seed, cons
   require_input((int)vocab.tokens.size() == preset.config.vocab_size, vocab.source, "vocab_size",
                 "tokenizer has " + std::to_string(vocab.tokens.size()) + " tokens, preset " +
                     preset.name + " needs " + std::to_string(preset.config.vocab_size));
-  const std::vector<SyntheticTensor> plan = synthetic_tensor_plan(preset.config);
-  // The header needs the key count first: serialise the metadata into a buffer.
-  std::string metadata;
-  const ByteSink to_buffer = [&](const void* p, size_t n) { metadata.append((const char*)p, n); };
-  Out meta_out(to_buffer);
-  Kv kv{meta_out};
-  write_metadata(kv, preset, seed, vocab, options.dtype);
-  for (const SynthMeta& m : options.meta) write_meta(kv, m);
-  Out out(sink);
-  out.bytes("GGUF", 4);
-  out.u32(3);
-  out.u64(plan.size());
-  out.u64(kv.count);
-  out.bytes(metadata.data(), metadata.size());
-  write_tensor_infos(out, plan, options.dtype);
-  out.pad_to(kAlignment);
-  for (const SyntheticTensor& t : plan) write_tensor_data(out, t, seed, options.dtype);
-  return out.written();
+  GgufWriter w;
+  add_hparams(w, preset, seed, options.dtype);
+  add_vocab(w, vocab);
+  for (const SynthMeta& m : options.meta) add_meta(w, m);
+  for (const SyntheticTensor& t : synthetic_tensor_plan(preset.config)) {
+    const DType type = tensor_type(t, options.dtype);
+    w.add_tensor_streamed(t.name, type, t.shape,
+                          [t, seed, type](const ByteSink& out) { stream_tensor(t, seed, type, out); });
+  }
+  return w.write_to(sink);
 }
 
 SynthMeta parse_synth_meta(const std::string& text) {

@@ -2,21 +2,21 @@
 // Serialises a synthetic model (reference/model/synthetic.h) as a GGUF v3 file that
 // llama.cpp and the `gguf` Python package read: llama.* hyper-parameters,
 // tokenizer.ggml.* vocabulary, tensors in synthetic_tensor_plan order, F32 or
-// F16, data aligned to 32 bytes. Tensors are generated and written one chunk at
+// F16, data aligned to 32 bytes, through GgufWriter. Tensors are generated and written one chunk at
 // a time, so an 8B-parameter model never has to fit in memory.
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "reference/model/gguf_writer.h"
 #include "reference/model/model.h"
 #include "reference/model/synthetic.h"
 
 namespace oracle::tools {
 
-// Receives the file's bytes in order.
-using ByteSink = std::function<void(const void* data, size_t n)>;
-
+// The file is written by the one GGUF writer (reference/model/gguf_writer.h);
+// its bytes reach `sink` (oracle::ByteSink) in order.
 // One extra metadata key (`oracle synth --meta KEY=TYPE:VALUE`), written after
 // the preset's keys: e.g. to carry a key the loader must honour or refuse.
 struct SynthMeta {

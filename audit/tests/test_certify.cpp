@@ -18,6 +18,7 @@
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "numerics/numerics.h"
+#include "audit/svg.h"
 #include "audit/svg_plot.h"
 #include "test_support.h"
 
@@ -294,4 +295,17 @@ TEST_CASE("svg_histogram draws one bar per non-empty bin") {
   for (size_t p = s.find("fill=\"steelblue\""); p != std::string::npos; p = s.find("fill=\"steelblue\"", p + 1))
     bars++;
   CHECK(bars == 3);  // bins 0, 1, 9
+}
+
+TEST_CASE("every SVG label is escaped by the one escaper (text and attribute safe)") {
+  const std::string label = "a\"b<c>&d";
+  const std::string want = "a&quot;b&lt;c&gt;&amp;d";
+  CHECK(svg::escape(label) == want);
+  for (const std::string& s : {svg_histogram({0.5}, 2, 0.0, 1.0, {label, label, label}),
+                               svg_line_plot({0.0, 1.0}, {0.0, 1.0}, {label, label, label})}) {
+    CHECK(s.find(label) == std::string::npos);
+    size_t n = 0;
+    for (size_t p = s.find(want); p != std::string::npos; p = s.find(want, p + 1)) n++;
+    CHECK(n == 3);  // title, x label, y label
+  }
 }

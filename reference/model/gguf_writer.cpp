@@ -122,6 +122,12 @@ void GgufWriter::add_tensor_deferred(const std::string& name, DType type, const 
   tensors_.push_back(Tensor{name, type, dims, {}, std::move(make), expected});
 }
 
+void GgufWriter::add_tensor_streamed(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                                     TensorStreamer stream) {
+  uint64_t expected = expected_bytes(name, type, dims);
+  tensors_.push_back(Tensor{name, type, dims, {}, nullptr, expected, std::move(stream)});
+}
+
 void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
                                 const float* data) {
   int64_t n = 1;
@@ -189,7 +195,20 @@ void put_value(Out& o, const GgufValue& v) {
 
 }  // namespace
 
-void GgufWriter::write_to(const std::string& path) const {
+uint64_t GgufWriter::write_tensor_bytes(const Tensor& t, const ByteSink& sink) const {
+  if (t.stream) {
+    uint64_t n = 0;
+    t.stream([&](const void* p, size_t k) { sink(p, k); n += k; });
+    return n;
+  }
+  std::vector<uint8_t> made;
+  if (t.make) made = t.make();
+  const std::vector<uint8_t>& bytes = t.make ? made : t.bytes;
+  sink(bytes.data(), bytes.size());
+  return bytes.size();
+}
+
+uint64_t GgufWriter::write_to(const ByteSink& sink) const {
   Out o;
   const bool explicit_alignment = alignment_ != kGgufDefaultAlignment;
   o.put<uint32_t>(kGgufMagic);
@@ -213,26 +232,26 @@ void GgufWriter::write_to(const std::string& path) const {
     o.put<uint64_t>(offset);
     offset += (t.size + alignment_ - 1) / alignment_ * alignment_;
   }
-  AtomicWriter out(path, "file");  // temp + rename: a failed write leaves any previous file intact
   o.pad_to(alignment_);
-  out.write(o.bytes.data(), o.bytes.size());
+  uint64_t written = 0;
+  const ByteSink counted = [&](const void* p, size_t n) { sink(p, n); written += n; };
+  counted(o.bytes.data(), o.bytes.size());
   const std::vector<uint8_t> zeros(alignment_, 0);
   for (const Tensor& t : tensors_) {
-    std::vector<uint8_t> made;
-    if (t.make) {
-      made = t.make();
-      require_size(t.name, made.size(), t.size);
-    }
-    const std::vector<uint8_t>& bytes = t.make ? made : t.bytes;
-    out.write(bytes.data(), bytes.size());
-    out.write(zeros.data(), (alignment_ - bytes.size() % alignment_) % alignment_);
+    uint64_t n = write_tensor_bytes(t, counted);
+    require_size(t.name, n, t.size);
+    counted(zeros.data(), (alignment_ - n % alignment_) % alignment_);
   }
-  out.commit();
+  return written;
 }
 
-// write_to already writes a temporary file in the target's directory and
-// renames it on success (AtomicWriter, reference/base/file_io.h).
-void GgufWriter::write(const std::string& path) const { write_to(path);
+// Written to a temporary file in the target's directory, renamed on success
+// (AtomicWriter, reference/base/file_io.h): a failed write leaves any
+// previous file intact and no half-written one.
+void GgufWriter::write(const std::string& path) const {
+  AtomicWriter out(path, "file");
+  write_to([&](const void* p, size_t n) { out.write(p, n); });
+  out.commit();
 }
 
 }  // namespace oracle

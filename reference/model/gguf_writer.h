@@ -3,7 +3,7 @@
 // GGUF v3 writer: metadata of every GGUF value type and tensors, each tensor's
 // data aligned to `alignment` (general.alignment, default 32). Output is read
 // back by GgufFile and by the python `gguf` package. Used by `oracle synth`
-// and `oracle quantize`. The layout is the one ggml's gguf writer produces
+// and `oracle quantize` (the project's one GGUF writer). The layout is the one ggml's gguf writer produces
 // (header, key/values in order, tensor infos, zero padding to `alignment`,
 // every tensor's data zero-padded to `alignment`), so a file with the same
 // keys and tensors is byte-identical to llama-quantize's.
@@ -16,6 +16,9 @@
 #include "reference/model/gguf.h"
 
 namespace oracle {
+
+// Receives a file's bytes in order (write_to, streamed tensors).
+using ByteSink = std::function<void(const void* data, size_t n)>;
 
 class GgufWriter {
  public:
@@ -45,6 +48,12 @@ class GgufWriter {
   using TensorMaker = std::function<std::vector<uint8_t>()>;
   void add_tensor_deferred(const std::string& name, DType type, const std::vector<int64_t>& dims,
                            TensorMaker make);
+  // A tensor that `stream` writes into the sink in pieces while the file is
+  // written (an 8B-parameter synthetic model never has to fit in memory);
+  // same size rule, checked when its last byte has been written.
+  using TensorStreamer = std::function<void(const ByteSink&)>;
+  void add_tensor_streamed(const std::string& name, DType type, const std::vector<int64_t>& dims,
+                           TensorStreamer stream);
   void remove(const std::string& key);  // drops a metadata key (no-op when absent)
 
   // Writes the file atomically: to a temporary beside `path`, renamed over it
@@ -52,6 +61,9 @@ class GgufWriter {
   // InputError(path, "file", ...) when it cannot be written; an exception of
   // a TensorMaker propagates after the temporary is removed.
   void write(const std::string& path) const;
+  // The same bytes streamed into `sink` (e.g. a file in memory); returns the
+  // byte count. Exceptions as write().
+  uint64_t write_to(const ByteSink& sink) const;
 
  private:
   struct Tensor {
@@ -61,8 +73,9 @@ class GgufWriter {
     std::vector<uint8_t> bytes;
     TensorMaker make;  // set for deferred tensors (bytes empty until written)
     uint64_t size = 0;
+    TensorStreamer stream;  // set for streamed tensors
   };
-  void write_to(const std::string& tmp_path) const;
+  uint64_t write_tensor_bytes(const Tensor& t, const ByteSink& sink) const;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<Tensor> tensors_;
   uint32_t alignment_ = kGgufDefaultAlignment;

@@ -1,4 +1,4 @@
-// Chat templates (reference/chat_template.h) against two independent
+// Chat templates (reference/tokenizer/chat_template.h) against two independent
 // derivations: llama.cpp's own expected strings (tests/test-chat-template.cpp,
 // extracted to data/llamacpp_chat_template_cases.json) and Jinja2's rendering
 // of SmolLM2's real template (data/smollm2_chat_expected.json).

@@ -1,7 +1,7 @@
 #pragma once
 // ============================================================================
 // A small backtracking regex engine over Unicode code points, for the
-// pre-tokenizers' split patterns (reference/pretokenizer.cpp), and llama.cpp's
+// pre-tokenizers' split patterns (reference/tokenizer/pretokenizer.cpp), and llama.cpp's
 // unicode_regex_split semantics on top of it.
 //
 // Syntax (everything else is refused with std::invalid_argument):

@@ -1,6 +1,6 @@
 #pragma once
 // ============================================================================
-// Unicode classification for the pre-tokenizers (reference/pretokenizer.h):
+// Unicode classification for the pre-tokenizers (reference/tokenizer/pretokenizer.h):
 // the general-category class of every code point (\p{L}, \p{M}, \p{N},
 // \p{P}, \p{S}, \p{Z}, \p{C}; unassigned code points are Undefined) and the
 // White_Space property (\s). Tables: unicode_data.cpp, generated from Python's

@@ -48,6 +48,12 @@ case $CASE in
     "$ORACLE" run --model "$WORK/t.gguf" --context 128 --max-tokens 2 --json >"$WORK/y.json"
     [ "$(jq -c .context_extension "$WORK/y.json")" = null ] || fail "a shorter context is not an extension"
     ;;
+  meta_overrides)  # --meta on a key the preset writes replaces its value (one key, no duplicate)
+    "$ORACLE" synth --preset tiny --meta llama.context_length=u32:128 -o "$WORK/o.gguf" >/dev/null
+    "$ORACLE" run --model "$WORK/o.gguf" --max-tokens 2 --json >"$WORK/o.json"
+    expect_input_error "$WORK/o.gguf" "context_length" -- "$ORACLE" run --model "$WORK/o.gguf" --context 200 --max-tokens 2
+    [ "$(grep -c -a 'llama.context_length' "$WORK/o.gguf")" = 1 ] || fail "the key is written twice"
+    ;;
   bad_meta)  # a malformed --meta is exit 2 and writes no file
     expect_input_error "x=u32:abc" "--meta" -- "$ORACLE" synth --preset tiny --meta x=u32:abc -o "$WORK/m.gguf"
     [ ! -e "$WORK/m.gguf" ] || fail "a file was written"

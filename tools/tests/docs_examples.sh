@@ -5,6 +5,9 @@
 # under test, ../shared beside it), each block under bash -e -o pipefail,
 # exit 0 expected. A block preceded by `<!-- docs-examples: skip REASON -->`
 # is skipped (the reason is printed); `<!-- docs-examples: exit N -->` expects N.
+# A fenced block preceded by `<!-- docs-examples: output -->` is the sample
+# output of the sh block before it: that block's stdout must equal it line for
+# line (trailing blanks ignored; a line `...` matches any run of lines).
 # Usage: docs_examples.sh ORACLE SHARED SOURCE_DIR FILE.md
 set -euo pipefail
 ORACLE=$(realpath "$1"); SHARED=$(realpath "$2"); SRC=$(realpath "$3"); DOC=$4
@@ -25,9 +28,18 @@ lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
 out = sys.argv[2]; os.makedirs(out)
 n, i, note = 0, 0, ""
 while i < len(lines):
-    m = re.match(r"\s*<!-- docs-examples: (skip|exit) (.*?) -->", lines[i])
+    m = re.match(r"\s*<!-- docs-examples: (skip|exit|output) ?(.*?) -->", lines[i])
     if m:
         note = m.group(1) + " " + m.group(2)
+    elif lines[i].strip().startswith("```") and note.startswith("output"):
+        j = i + 1
+        while lines[j].strip() != "```":
+            j += 1
+        if n == 0:
+            sys.exit(f"{sys.argv[1]}:{i + 1}: an output block with no sh block before it")
+        with open(f"{out}/{n:03d}.expect", "w") as f:
+            f.write("\n".join(lines[i + 1:j]) + "\n")
+        note, i = "", j
     elif lines[i].strip() == "```sh":
         j = i + 1
         while lines[j].strip() != "```":
@@ -50,12 +62,27 @@ for b in "$WORK"/blocks/*.sh; do
   esac
   want=0; [[ $note == exit* ]] && want=${note#exit }
   set +e
-  (cd "$WORK/repo" && timeout 300 bash -e -o pipefail "$b") >"$WORK/out" 2>&1
+  (cd "$WORK/repo" && timeout 300 bash -e -o pipefail "$b") >"$WORK/out" 2>"$WORK/err"
   rc=$?
   set -e
   if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $DOC:$line: exit $rc (want $want)"; sed 's/^/  | /' "$b"; tail -20 "$WORK/out" | sed 's/^/  > /'
+    echo "FAIL $DOC:$line: exit $rc (want $want)"; sed 's/^/  | /' "$b"
+    cat "$WORK/out" "$WORK/err" | tail -20 | sed 's/^/  > /'
     exit 1
+  fi
+  if [ -f "${b%.sh}.expect" ] && ! python3 - "${b%.sh}.expect" "$WORK/out" <<'PY'
+import re, sys
+want = [l.rstrip() for l in open(sys.argv[1], encoding="utf-8").read().rstrip("\n").split("\n")]
+got = [l.rstrip() for l in open(sys.argv[2], encoding="utf-8", errors="replace").read().rstrip("\n").split("\n")]
+pattern = "".join(r"(?:[^\n]*\n)*?" if w == "..." else re.escape(w) + r"\n" for w in want)
+if re.fullmatch(pattern, "\n".join(got) + "\n"):
+    sys.exit(0)
+print("  sample output (documented):"); print("\n".join("  - " + w for w in want))
+print("  printed:"); print("\n".join("  + " + g for g in got))
+sys.exit(1)
+PY
+  then
+    echo "FAIL $DOC:$line: the documented sample output is not what the command prints"; exit 1
   fi
   echo "ok   $DOC:$line"; ran=$((ran + 1))
 done

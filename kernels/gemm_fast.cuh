@@ -50,8 +50,9 @@ class FastGemm {
   void run(float* out, const float* x, const float* W, int T, int K, int N, FastPrecision precision,
            cudaStream_t stream = nullptr);
 
+  struct Impl;  // cuBLAS handle and its dlopen'ed function table (gemm_fast.cu)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,7 +3,7 @@
 # cross-check tests use (PyPI, never a product dependency). Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev catch2 librapidcheck-dev libcli11-dev
-      libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip
+      libxtensor-dev nlohmann-json3-dev ccache jq python3 python3-pip time  # time: GNU time, peak RSS in cli_bench_rss_bound
       libopenmpi-dev openmpi-bin  # MPI: mpirun sharding and --tp across ranks (docs/scale.md; optional: ORACLE_ENABLE_MPI)
       librsvg2-bin)  # rsvg-convert: certificate PNGs (optional at run time: SVG is always written)
 missing=()

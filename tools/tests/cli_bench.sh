@@ -26,6 +26,27 @@ case $CASE in
            and .rss_file_backed > 0 and (.tpot_ms - 1000 / .decode_tok_s | fabs) < 1e-6' \
       "$WORK/b.json" >/dev/null || fail "inconsistent report $(cat "$WORK/b.json")"
     ;;
+  rss_bound)  # peak RSS of a 16-token run <= file + KV formula + 64 MB (docs/performance.md "Memory"),
+    # for `run` (GNU time's maximum resident set) and for bench's own report, on a quantized
+    # GGUF (SmolLM2 Q4_1), a mapped F32 GGUF (synthetic stories15m, 61 MB) and a llama2.c file
+    "$ORACLE" synth --preset stories15m -o "$WORK/s15.gguf" >/dev/null
+    for m in "$MODELS/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$WORK/s15.gguf" "$MODELS/stories260K/stories260K.bin"; do
+      need_fixture "$m"
+      "$ORACLE" bench --model "$m" --prompt-tokens 5 --decode-tokens 16 --repetitions 1 --json >"$WORK/b.json"
+      bound=$(jq .rss_bound_bytes "$WORK/b.json")
+      [ "$bound" -eq $(( $(stat -c %s "$m") + $(jq .kv_bytes_formula "$WORK/b.json") + 64 * 1024 * 1024 )) ] ||
+        fail "$m: rss_bound_bytes $bound is not file + kv_bytes_formula + 64 MiB"
+      [ "$(jq .rss_within_bound "$WORK/b.json")" = true ] ||
+        fail "$m: bench peak RSS $(jq .peak_rss_bytes "$WORK/b.json") exceeds $bound"
+      /usr/bin/time -f %M -o "$WORK/rss" "$ORACLE" run --model "$m" --prompt "Once upon a time" --max-tokens 16 >/dev/null
+      peak=$(( $(tail -1 "$WORK/rss") * 1024 ))
+      [ "$peak" -le "$bound" ] || fail "$m: oracle run peak RSS $peak exceeds file + KV + 64 MiB = $bound"
+      echo "  $(basename "$m"): run peak $((peak >> 20)) MiB, bench peak $(( $(jq .peak_rss_bytes "$WORK/b.json") >> 20 )) MiB, bound $((bound >> 20)) MiB"
+    done
+    if command -v readelf >/dev/null && readelf -d "$ORACLE" | grep -q 'NEEDED.*libcublas'; then
+      fail "oracle links libcublas (fast mode dlopens it; linked it costs every process ~146 MB)"
+    fi
+    ;;
   context_too_small)  # more positions than the context holds is bad input
     expect_input_error "context" "context" -- "$ORACLE" bench --prompt-tokens 200 --decode-tokens 100
     ;;

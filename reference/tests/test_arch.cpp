@@ -14,6 +14,7 @@
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/model/gguf_keys.h"
+#include "reference/model/synthetic_gguf.h"
 #include "reference/model/gguf_writer.h"
 #include "reference/model/loaders.h"
 #include "numerics/numerics.h"
@@ -28,33 +29,15 @@ namespace {
 
 constexpr uint64_t kSeed = 7;
 
-// A preset written with GgufWriter (independently of `oracle synth`): the
-// keys a converter writes for its config, plus `edit` (extra keys/tensors).
+// A preset written with GgufWriter: the converter keys of its config
+// (add_synthetic_gguf_keys, the one key list `oracle synth` writes too), its
+// tensors as the in-memory model holds them, plus `edit` (extra keys/tensors).
 std::string write_preset(const ScratchDir& dir, const std::string& preset,
                          const std::function<void(GgufWriter&)>& edit = {}) {
   const SyntheticPreset& p = synthetic_preset(preset);
-  const Config& c = p.config;
-  const Model m = synthetic_model(p, kSeed, synthetic_byte_vocab(c.vocab_size));
-  const std::string a = c.architecture + ".";
+  const Model m = synthetic_model(p, kSeed, synthetic_byte_vocab(p.config.vocab_size));
   GgufWriter w;
-  w.add_string("general.architecture", c.architecture);
-  w.add_u32(a + "context_length", c.seq_len);
-  w.add_u32(a + "embedding_length", c.dim);
-  w.add_u32(a + "block_count", c.n_layers);
-  w.add_u32(a + "feed_forward_length", c.hidden_dim);
-  w.add_u32(a + "attention.head_count", c.n_heads);
-  w.add_u32(a + "attention.head_count_kv", c.n_kv_heads);
-  w.add_f32(a + "attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.add_f32(a + "rope.freq_base", c.rope_theta);
-  if (c.rope.scaling != RopeScaling::None) {
-    w.add_string(a + "rope.scaling.type", c.rope.scaling == RopeScaling::Yarn ? "yarn" : "linear");
-    w.add_f32(a + "rope.scaling.factor", c.rope.factor);
-    if (c.rope.scaling == RopeScaling::Yarn) w.add_u32(a + "rope.scaling.original_context_length", c.rope.original_context);
-  }
-  w.add_string("tokenizer.ggml.model", "llama");
-  w.add_strings("tokenizer.ggml.tokens", m.vocab.tokens);
-  w.add_f32s("tokenizer.ggml.scores", m.vocab.scores);
-  w.add_i32s("tokenizer.ggml.token_type", {m.vocab.token_types.begin(), m.vocab.token_types.end()});
+  add_synthetic_gguf_keys(w, p, kSeed, m.vocab, DType::F32);
   for (const TensorInfo& t : m.tensors)  // file order and file values (qwen2: NEOX rows)
     w.add_tensor_f32(t.name, t.shape, reinterpret_cast<const float*>(t.data));
   if (edit) edit(w);

@@ -16,8 +16,6 @@
 // ============================================================================
 #include <cstdint>
 
-#include "faults/fault.h"
-
 #if defined(__CUDACC__) && !defined(ORACLE_CUDA_EMULATION)
 #define ORACLE_HD __host__ __device__ __forceinline__
 #define ORACLE_ON_DEVICE_COMPILER 1
@@ -259,14 +257,11 @@ ORACLE_HD float log_canonical(float x) {
 // silu(x) = x / (1 + exp(-x))   (one IEEE division)
 ORACLE_HD float silu_canonical(float x) { return div_rn(x, add_rn(1.0f, exp_canonical(-x))); }
 
-// softmax_canonical(x, n) in place:
-//   m = max_fixed_order(x); e_k = exp(x_k - m); s = sum_fixed_order(e); p_k = e_k / s.
-// Rule for a fully masked row (every x_k = -inf, or n has no finite max): all p_k = 0.
-// Returns s (useful for log-probabilities: logp_k = (x_k - m) - log(s)).
-ORACLE_HD float softmax_canonical(float* x, int n) {
-  float m = max_fixed_order(x, n);
-  if (fault::active(fault::Fault::SOFTMAX_CANONICAL_NO_MAX) && m > -inf_f32())
-    m = 0.0f;  // FAULT: no max-subtraction (exp overflows for large logits)
+// softmax_canonical_shifted(x, n, m) in place, with the shift m given:
+//   e_k = exp(x_k - m); s = sum_fixed_order(e); p_k = e_k / s; returns s.
+// m = max_fixed_order(x, n) is the canonical shift (softmax_canonical below);
+// only the sampler's planted fault SOFTMAX_CANONICAL_NO_MAX passes another.
+ORACLE_HD float softmax_canonical_shifted(float* x, int n, float m) {
   if (!(m > -inf_f32())) {
     for (int k = 0; k < n; k++) x[k] = 0.0f;
     return 0.0f;
@@ -275,6 +270,14 @@ ORACLE_HD float softmax_canonical(float* x, int n) {
   float s = sum_fixed_order(x, n);
   for (int k = 0; k < n; k++) x[k] = div_rn(x[k], s);
   return s;
+}
+
+// softmax_canonical(x, n) in place:
+//   m = max_fixed_order(x); e_k = exp(x_k - m); s = sum_fixed_order(e); p_k = e_k / s.
+// Rule for a fully masked row (every x_k = -inf, or n has no finite max): all p_k = 0.
+// Returns s (useful for log-probabilities: logp_k = (x_k - m) - log(s)).
+ORACLE_HD float softmax_canonical(float* x, int n) {
+  return softmax_canonical_shifted(x, n, max_fixed_order(x, n));
 }
 
 // ---- float64 helpers for RoPE tables (computed once, shared with the GPU) -------

@@ -190,6 +190,24 @@ TEST_CASE("property: sampler laws", "[property][sampler]") {
   });
 }
 
+// The probabilities every selector and report reads (the SOFTMAX_CANONICAL_NO_MAX
+// fault's catching case: compute_probs is where the sampler plants it).
+TEST_CASE("property: compute_probs", "[property][sampler][compute_probs]") {
+  oracle::prop::Shapes shapes;
+  oracle::prop::check("compute_probs is softmax_canonical bit for bit: stable for ±1e30 and -inf masks", 2000,
+                      shapes, [&] {
+    std::vector<float> x = *oracle::prop::gen_logits(64);
+    Candidates c = candidates_from_logits(x);
+    compute_probs(c);
+    std::vector<float> want = x;
+    num::softmax_canonical(want.data(), (int)want.size());
+    for (size_t i = 0; i < x.size(); i++) {
+      RC_ASSERT(c.items[i].prob >= 0.0f && c.items[i].prob <= 1.0f);  // false for NaN
+      RC_ASSERT(num::f32_bits(c.items[i].prob) == num::f32_bits(want[i]));
+    }
+  });
+}
+
 // Hand-computed results (known answers beside the laws above).
 TEST_CASE("sampler known answers", "[property][sampler]") {
   SamplerConfig cfg = preset_config(Preset::LlamaCpp);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "numerics/numerics.h"
 
@@ -20,7 +21,10 @@ Candidates candidates_from_logits(std::span<const float> logits) {
 void compute_probs(Candidates& c) {
   std::vector<float> x(c.items.size());  // (n_alive)
   for (size_t i = 0; i < x.size(); i++) x[i] = c.items[i].logit;
-  num::softmax_canonical(x.data(), (int)x.size());
+  float m = num::max_fixed_order(x.data(), (int)x.size());
+  if (fault::active(fault::Fault::SOFTMAX_CANONICAL_NO_MAX) && m > -num::inf_f32())
+    m = 0.0f;  // FAULT: no max-subtraction (exp overflows for large logits)
+  num::softmax_canonical_shifted(x.data(), (int)x.size(), m);
   for (size_t i = 0; i < x.size(); i++) c.items[i].prob = x[i];
 }
 

@@ -214,7 +214,7 @@ static fs::path base_of(const json& r, const fs::path& shared, const fs::path& t
 // A record's model and tokenizer paths are relative and, against the shared folder, stay inside
 // it (`../../../etc/passwd` is refused). Records with "model_base": "transcript" were written
 // by `golden update --model` for a model the user named wherever it lies, so their relative
-// paths may leave the transcript's folder (docs/golden.md).
+// paths may leave the transcript's folder (docs/cli.md "golden").
 static void check_record_paths(const json& r, const std::string& where) {
   const bool transcript = r.value("model_base", std::string()) == "transcript";
   for (const char* k : {"model", "tokenizer"}) {

@@ -131,12 +131,17 @@ def apply(repo, site):
 
 
 def run(cmd, timeout, cwd):
+    """Runs cmd in its own process group; on timeout the whole group is killed."""
+    env = dict(os.environ, RC_PARAMS=os.environ.get("RC_PARAMS", "noshrink=1"))  # a failing property need not shrink
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True, env=env)
     try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                           start_new_session=True)
-        return p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        return 124, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return 124, out
 
 
 def main():
@@ -152,12 +157,16 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--list", action="store_true", help="only list the sampled mutants")
     ap.add_argument("--headers", action="store_true", help="mutate headers too (rebuilds much more)")
+    ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests)")
     a = ap.parse_args()
     repo = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
     sites = collect(repo, a.folder, a.headers)
     rng = random.Random(a.seed)
     sample = rng.sample(sites, min(a.count, len(sites)))
+    if a.rerun:
+        keys = ("file", "line", "col", "old", "new", "kind")
+        sample = [{k: m[k] for k in keys} for m in json.load(open(a.rerun))["mutants"] if m["status"] == "survived"]
     print("%d mutation sites in %s; %d sampled (seed %d)" % (len(sites), a.folder, len(sample), a.seed), flush=True)
     if a.list:
         for s in sample:

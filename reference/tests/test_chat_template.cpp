@@ -4,6 +4,7 @@
 // of SmolLM2's real template (data/smollm2_chat_expected.json).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -129,7 +130,8 @@ TEST_CASE("unrecognised or missing templates and bad format names are refused na
 // empty contents, 1-5 turns, add_generation_prompt on and off), byte for byte, for every
 // template we recognise. Templates we refuse are listed and skipped. Where a template's own
 // text does what no per-format formatter can (docs/tokenizer.md "Chat templates against
-// Jinja2"), the number of equal renderings is pinned: a change either way fails and is looked at.
+// Jinja2"), the number of equal renderings is pinned: a change either way fails and is looked at
+// (ORACLE_JINJA_VERBOSE=1 prints the first differences of pinned templates too).
 namespace {
 const std::map<std::string, int> kJinjaPinned = {
     {"TheBloke/FusionNet_34Bx2_MoE-AWQ", 14},  // no [INST] without a system turn; ' ' + content + ' ' + eos
@@ -138,7 +140,8 @@ const std::map<std::string, int> kJinjaPinned = {
     {"Phi-3-mini", 32},                         // system turns dropped; assistant header always
     {"Phi-3-small", 63},                        // eos after the last turn without add_generation_prompt
     {"Phi-3-medium", 32},                       // as Phi-3-mini
-    {"Phi-3-vision", 101},                      // no newline handling of an assistant-last conversation
+    {"Phi-3-vision", 101},                      // no assistant header after an assistant-last conversation
+    // system prompt only in the last user turn (gone when an assistant turn is last); contents trimmed
     {"Mistral-Large-Instruct-2407 (mistralai 'v3' template; modified to have system prompt at start)", 78},
     {"Mistral-Nemo-Instruct-2407 (mistralai 'v3-tekken' template; modified to have system prompt at start)", 78},
 };
@@ -162,7 +165,7 @@ TEST_CASE("every recognised template renders what Jinja2 renders from its own so
       const std::string want = r["expected"];
       renders++;
       ok += got == want;
-      if (got != want && !kJinjaPinned.count(name) && shown++ < 4)
+      if (got != want && (!kJinjaPinned.count(name) || std::getenv("ORACLE_JINJA_VERBOSE")) && shown++ < 4)
         std::printf("jinja MISMATCH %s (%s) conversation %d agp %d\n  jinja %s\n  ours  %s\n", name.c_str(),
                     chat_format_name(tmpl.format).c_str(), r["conversation"].get<int>(),
                     (int)r["add_generation_prompt"].get<bool>(), json(want).dump().c_str(), json(got).dump().c_str());

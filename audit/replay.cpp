@@ -107,6 +107,9 @@ ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_id
                   "token id outside the vocabulary of " + std::to_string(cfg.vocab_size));
   require_input(!prompt_ids.empty() && (int)prompt_ids.size() < cfg.seq_len, "record", "prompt_ids",
                 "empty or does not fit the context");
+  for (size_t i = 0; i < prompt_ids.size(); i++)
+    require_input(prompt_ids[i] >= 0 && prompt_ids[i] < cfg.vocab_size, "record", "prompt_ids[" + std::to_string(i) + "]",
+                  "token id outside the vocabulary of " + std::to_string(cfg.vocab_size));
   KvCache kv(cfg, KvCacheOptions{});
   SamplerChain chain = build_chain(o.sampler);
   TextStream stream(rm.tokenizer, stop_conditions(rm, o), prompt_ids.back());

@@ -3,6 +3,7 @@
 // logprobs, where given, within a tolerance (replay.h, docs/replay.md).
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -26,20 +27,29 @@ struct ForeignRecord {
 };
 
 // ---- field readers: optional keys keep their defaults, wrong types name the key ---------
+// Numbers are range-checked (int_from_json): 4294967302 is not 6, 1e300 is not inf.
 template <class T>
 void opt(const json& j, const char* key, T& out, const std::string& where) {
   if (!j.contains(key) || j.at(key).is_null()) return;
-  try {
-    j.at(key).get_to(out);
-  } catch (const json::exception&) {
-    throw InputError(where, key, "wrong JSON type");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    out = int_from_json<T>(j.at(key), where, key);
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    out = ints_from_json(j.at(key), where, key);
+  } else {
+    try {
+      j.at(key).get_to(out);
+    } catch (const json::exception&) {
+      throw InputError(where, key, "wrong JSON type");
+    }
   }
 }
 
 void opt_float(const json& j, const char* key, float& out, const std::string& where) {
   if (!j.contains(key) || j.at(key).is_null()) return;
   require_input(j.at(key).is_number(), where, key, "expected a number");
-  out = (float)j.at(key).get<double>();
+  const double v = j.at(key).get<double>();
+  require_input(std::isfinite(v) && std::fabs(v) <= 3.4e38, where, key, "outside the float32 range: " + j.at(key).dump());
+  out = (float)v;
 }
 
 SamplerConfig foreign_sampler(const json& j, const std::string& where) {
@@ -60,9 +70,12 @@ SamplerConfig foreign_sampler(const json& j, const std::string& where) {
   if (j.contains("logit_bias")) {  // OpenAI: {"<token id>": bias}
     require_input(j.at("logit_bias").is_object(), where, "logit_bias", "expected {\"<id>\": bias}");
     for (const auto& [k, v] : j.at("logit_bias").items()) {
-      require_input(v.is_number() && k.find_first_not_of("0123456789") == std::string::npos && !k.empty(),
-                    where, "logit_bias", "expected {\"<id>\": bias}");
-      c.logit_bias.emplace_back(std::stoi(k), (float)v.get<double>());
+      require_input(v.is_number() && k.find_first_not_of("0123456789") == std::string::npos && !k.empty() &&
+                        k.size() < 10,
+                    where, "logit_bias", "expected {\"<id>\": bias} with ids below 10^9");
+      float bias = 0.0f;
+      opt_float(j.at("logit_bias"), k.c_str(), bias, where);
+      c.logit_bias.emplace_back(std::stoi(k), bias);
     }
   }
   return c;

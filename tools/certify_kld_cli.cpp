@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "audit/certify_kld.h"
+#include "reference/base/utf8.h"
 #include "reference/base/errors.h"
 #include "reference/base/sha256.h"
 #include "tools/version.h"
@@ -34,6 +35,7 @@ std::string read_corpus(const std::string& path) {
   require_input(in.good(), path, "corpus", "cannot open the corpus");
   std::stringstream ss;
   ss << in.rdbuf();
+  require_utf8(ss.str(), path, "corpus");  // named here: the tokenizer would say "<text>: prompt"
   return ss.str();
 }
 

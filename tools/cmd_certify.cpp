@@ -16,6 +16,8 @@
 #include "audit/certify.h"
 #include "audit/certify_report.h"
 #include "reference/base/errors.h"
+#include "reference/base/escape.h"
+#include "reference/base/utf8.h"
 #include "reference/base/sha256.h"
 #include "tools/certify_kld_cli.h"
 #include "reference/base/file_io.h"
@@ -85,7 +87,9 @@ static std::string render_png(const std::string& svg, const std::string& png) {
 }
 
 static std::string read_text(const std::string& path) {
-  return read_regular_file(path, "corpus");
+  std::string text = read_regular_file(path, "corpus");
+  require_utf8(text, path, "corpus");  // named here: the tokenizer would say "<text>: prompt"
+  return text;
 }
 
 static void print_summary(const CertifyResult& r, const std::vector<ThresholdCheck>& checks,
@@ -213,6 +217,17 @@ static std::vector<nlohmann::json> item_results(const CertifyItems& it, const Sh
   return out;
 }
 
+// The models' context is certify's --ctx: a refusal names that option, not context_length.
+template <class Load>
+static auto ctx_named(Load load) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    if (e.field() != "context_length") throw;
+    throw InputError(e.file(), "--ctx", input_error_message(e));
+  }
+}
+
 static int run_certify(CertifyOptions& a) {
   a.options.protocol = parse_protocol(a.protocol);
   use_backend(a);
@@ -238,10 +253,10 @@ static int run_certify(CertifyOptions& a) {
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
   ra.allow_context_extension = a.allow_context_extension;
-  LoadedModel lm = load_model_and_tokenizer(ra);  // --tokenizer, or the model's own / one beside it
+  LoadedModel lm = ctx_named([&] { return load_model_and_tokenizer(ra); });  // --tokenizer, or the model's own
   Model ref = std::move(lm.model);
   ref.vocab = lm.tokenizer.vocab();
-  Model cand = load_model(a.candidate, lo);
+  Model cand = ctx_named([&] { return load_model(a.candidate, lo); });
   std::string corpus = read_text(a.corpus);
   CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });
   progress.finish();

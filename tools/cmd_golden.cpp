@@ -211,6 +211,21 @@ static fs::path base_of(const json& r, const fs::path& shared, const fs::path& t
   return r.value("model_base", std::string()) == "transcript" ? transcript_dir : shared;
 }
 
+// A record's model and tokenizer paths are relative and, against the shared folder, stay inside
+// it (`../../../etc/passwd` is refused). Records with "model_base": "transcript" were written
+// by `golden update --model` for a model the user named wherever it lies, so their relative
+// paths may leave the transcript's folder (docs/cli.md "golden").
+static void check_record_paths(const json& r, const std::string& where) {
+  const bool transcript = r.value("model_base", std::string()) == "transcript";
+  for (const char* k : {"model", "tokenizer"}) {
+    const fs::path p = fs::path(r[k].get<std::string>()).lexically_normal();
+    require_input(p.is_relative(), where, k, "must be a path relative to the fixtures folder, got an absolute path");
+    const bool leaves = !p.empty() && *p.begin() == "..";
+    require_input(transcript || !leaves, where, k,
+                  "'" + r[k].get<std::string>() + "' leaves the fixtures folder the record's paths are relative to");
+  }
+}
+
 static LoadedModel load(const fs::path& base, const std::string& model, const std::string& tokenizer, int threads) {
   ModelOptions a;
   a.model = (base / model).string();
@@ -470,7 +485,13 @@ static std::string check_record(const json& r, const LoadedModel& lm, const Veri
 // The outcome of one record: {"skipped"} or {"diff", "file", "line", "id", "reproduce"} ("" diff: a match).
 static json verify_one(const fs::path& file, const json& r, int line, const LoadedModel& lm, const VerifyOptions& o) {
   bool skipped = false;
-  const std::string diff = check_record(r, lm, o, &skipped);
+  std::string diff;
+  try {
+    diff = check_record(r, lm, o, &skipped);
+  } catch (const InputError& e) {  // the record's own values (sampler, stop strings): name its file and line
+    if (e.file() != "sampler" && e.file() != "stop" && e.file() != "options") throw;
+    throw InputError(file.string() + ":" + std::to_string(line), e.file() + "." + e.field(), input_error_message(e));
+  }
   if (skipped) return {{"skipped", true}};
   if (diff.empty()) return {{"skipped", false}, {"diff", ""}};
   return {{"skipped", false}, {"diff", diff}, {"file", file.string()}, {"line", line}, {"id", r["id"]},
@@ -488,6 +509,7 @@ static void verify_file(const fs::path& file, const std::vector<json>& records, 
     if (!shard.mine(first + i)) continue;
     const json& r = records[i];
     const fs::path base = base_of(r, shared, dir);
+    check_record_paths(r, file.string() + ":" + std::to_string(lines[i]));
     const std::string key = base.string() + "|" + r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
     if (!cache.count(key)) {
       cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));

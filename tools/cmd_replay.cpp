@@ -86,7 +86,9 @@ static ModelOptions model_for(const std::vector<LogLine>& lines, const ReplayOpt
       args.model = r.identity.model;
       if (o.model.tokenizer.empty()) args.tokenizer = r.identity.tokenizer == "embedded" ? "" : r.identity.tokenizer;
     }
-    if (args.context == 0) {  // the log's context: the logged run already had to ask for any extension
+    // The log's context; loaded even above the trained one so that a model of another hash is
+    // named first (check_hashes), then refused there without --allow-context-extension.
+    if (args.context == 0) {
       args.context = r.identity.context;
       args.allow_context_extension = true;
     }
@@ -115,6 +117,16 @@ static void check_hashes(const std::vector<LogLine>& lines, const LoadedModel& l
                   "the log was written with tokenizer " + r.identity.tokenizer_sha256 + " but " +
                       lm.tokenizer_source + " has " + lm.tokenizer_sha256);
   }
+}
+
+// A context above the model's trained one is refused as `run` refuses it: the log does not
+// record that its run asked for the extension.
+static void check_context(const Model& m, const ReplayOptions& o) {
+  require_input(!m.config.context_extended || o.model.allow_context_extension,
+                m.path.empty() ? std::string("the embedded model") : m.path, "context_length",
+                "context " + std::to_string(m.config.seq_len) + " exceeds the trained context " +
+                    std::to_string(m.config.trained_context) +
+                    " (positions past it were never trained; pass --allow-context-extension to replay anyway)");
 }
 
 static void write_report(const std::string& path, const nlohmann::json& report) {
@@ -181,6 +193,7 @@ static std::vector<RecordReport> replay_mine(const std::vector<LogLine>& mine, c
   }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
   if (o.replay.mode != ReplayMode::Foreign) check_hashes(lines, lm, o);
+  check_context(lm.model, o);
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
   return replay_with_progress(mine, single_model(rm), o, show);
 }
@@ -218,6 +231,8 @@ Command setup_replay(CLI::App& app) {
       ->check(CLI::ExistingPath);
   sub->add_option("--context", opts->model.context, "Context length (default: the log's)")
       ->check(int_in<int>(0, 1 << 24));
+  sub->add_flag("--allow-context-extension", opts->model.allow_context_extension,
+                "Allow a context (the log's or --context) above the model's trained context");
   sub->add_option("--mode", opts->mode, "own, foreign or auto (by each record's shape)")
       ->check(CLI::IsMember({"own", "foreign", "auto"}));
   sub->add_option("--jobs,-j", opts->replay.jobs, "Records replayed in parallel (same output)")

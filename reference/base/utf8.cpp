@@ -1,5 +1,7 @@
 #include "reference/base/utf8.h"
 
+#include "reference/base/errors.h"
+
 #include "faults/fault.h"
 
 namespace oracle {
@@ -34,6 +36,11 @@ static int valid_sequence_at(const std::string& s, size_t pos) {
   for (int i = 1; i < len; i++)
     if (!continuation_ok(lead, i, (uint8_t)s[pos + i])) return 0;
   return len;
+}
+
+void require_utf8(const std::string& s, const std::string& file, const std::string& field) {
+  const size_t bad = utf8_first_invalid(s);
+  require_input(bad == std::string::npos, file, field, "invalid UTF-8 at byte " + std::to_string(bad));
 }
 
 size_t utf8_first_invalid(const std::string& s) {

@@ -17,6 +17,8 @@ inline constexpr const char* kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 // Byte offset of the first ill-formed sequence in `s`, or std::string::npos.
 size_t utf8_first_invalid(const std::string& s);
 inline bool utf8_valid(const std::string& s) { return utf8_first_invalid(s) == std::string::npos; }
+// InputError(file, field, "invalid UTF-8 at byte N") unless `s` is valid.
+void require_utf8(const std::string& s, const std::string& file, const std::string& field);
 
 // Length of the sequence a lead byte announces (llama.cpp's table: continuation
 // and invalid lead bytes count as 1). Used only to split valid text into chars.

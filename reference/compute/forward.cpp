@@ -318,17 +318,17 @@ void admit_activations(const Ctx& cx, bool all_logits) {
 
 // Non-finite values in the residual stream or the logits (the weights were
 // checked finite at load, so an activation overflowed): InputError naming the
-// op, layer and position — greedy would otherwise skip NaN logits silently.
+// model file, op, layer and position — greedy would otherwise skip NaN logits silently.
 void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer) {
   for (size_t i = 0; i < buf.size(); i++) {
     if (std::isfinite(buf[i])) continue;
     char field[64];
     std::snprintf(field, sizeof field, name, layer);
     const size_t r = i / (size_t)width;
-    throw InputError("forward", field,
+    throw InputError(cx.model.path.empty() ? "forward" : cx.model.path, field,  // the model file: its weights overflow
                      std::string(buf[i] != buf[i] ? "NaN" : "infinite") + " value at position " +
                          std::to_string(cx.rows[r].pos) + " (element " + std::to_string(i % (size_t)width) +
-                         "): an activation overflowed float32");
+                         "): an activation overflowed float32 (in forward)");
   }
 }
 

@@ -117,6 +117,23 @@ StTensor st_entry(const json& e, const MappedFile& f, uint64_t data_start, const
   return t;
 }
 
+// The format forbids tensors sharing bytes (the Rust safetensors loader refuses them): one
+// tensor's weights would be another's. Sorted by begin, each must start at or after the
+// previous end (empty tensors share nothing).
+void check_no_overlap(const MappedFile& f, const StTable& table, std::vector<std::pair<uint64_t, std::string>> starts) {
+  std::sort(starts.begin(), starts.end());
+  uint64_t prev_end = 0;
+  std::string prev;
+  for (const auto& [begin, name] : starts) {
+    const uint64_t size = table.at(name).n_bytes;
+    if (size == 0) continue;
+    require_input(prev.empty() || begin >= prev_end, f.path(), "tensor '" + name + "' data_offsets",
+                  "overlaps tensor '" + prev + "' (the format forbids tensors sharing bytes)");
+    prev_end = begin + size;
+    prev = name;
+  }
+}
+
 void read_shard(const std::shared_ptr<MappedFile>& f, StTable& table) {
   uint64_t n = 0;
   std::memcpy(&n, f->at(0, 8, "header length"), 8);
@@ -125,11 +142,14 @@ void read_shard(const std::shared_ptr<MappedFile>& f, StTable& table) {
   const char* text = reinterpret_cast<const char*>(f->at(8, n, "header"));
   json header = parse_json_text(text, text + n, f->path(), "header");
   require_input(header.is_object(), f->path(), "header", "must be a JSON object");
+  std::vector<std::pair<uint64_t, std::string>> starts;  // (begin in the data, name)
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     require_input(!table.count(name), f->path(), "tensor '" + name + "'", "defined twice");
     table[name] = st_entry(entry, *f, 8 + n, name);
+    starts.emplace_back(uint64_t(table[name].data - f->at(0, 8, "header length")), name);
   }
+  check_no_overlap(*f, table, starts);
 }
 
 // ---- config.json -> Config ------------------------------------------------------------------------
@@ -179,6 +199,15 @@ const char* const kHfInformational[] = {
     "tie_word_embeddings", "is_llama_config", "rope_interleaved", "unk_token_id",
 };
 
+// hidden_act: absent means silu (HF LlamaConfig's default); null or any other value is
+// refused, never taken as silu (HF's ACT2FN has no entry for null either).
+void check_hidden_act(const json& j, const std::string& file) {
+  if (!j.contains("hidden_act")) return;
+  const json& v = j["hidden_act"];
+  require_input(v.is_string(), file, "hidden_act", std::string("need \"silu\", got ") + v.dump());
+  require_input(v.get<std::string>() == "silu", file, "hidden_act", "need silu, got " + v.dump());
+}
+
 void check_hf_keys(const json& j, const std::string& file) {
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -189,7 +218,7 @@ void check_hf_keys(const json& j, const std::string& file) {
   const std::string type = cfg_string(j, "model_type", file, "llama");
   require_input(type == "llama" || type == "mistral" || type == "qwen2", file, "model_type",
                 "need llama, mistral or qwen2");
-  require_input(cfg_string(j, "hidden_act", file, "silu") == "silu", file, "hidden_act", "need silu");
+  check_hidden_act(j, file);
   require_input(!cfg_bool(j, "mlp_bias", file, false), file, "mlp_bias", "MLP biases are not implemented");
   // HF llama's attention_bias adds o_proj.bias too, which the forward pass does not have.
   require_input(!cfg_bool(j, "attention_bias", file, false), file, "attention_bias",
@@ -253,7 +282,6 @@ std::vector<float> llama3_freq_factors(const json& r, const std::string& file, f
 Config read_hf_config(const std::string& file) {
   const json j = read_config_json(file);
   check_hf_keys(j, file);
-  require_input(cfg_string(j, "hidden_act", file, "silu") == "silu", file, "hidden_act", "need silu");
   Config c;
   c.dim = cfg_int(j, "hidden_size", file);
   c.hidden_dim = cfg_int(j, "intermediate_size", file);

@@ -39,7 +39,7 @@ void apply_context_override(Config& c, const LoadOptions& options, const std::st
   const int want = options.context_length_override;
   if (want <= 0) return;
   require_input(want <= c.seq_len || options.allow_context_extension, path, "context_length",
-                "--context " + std::to_string(want) + " exceeds the trained context " +
+                "context " + std::to_string(want) + " exceeds the trained context " +
                     std::to_string(c.seq_len) +
                     " (positions past it were never trained; pass --allow-context-extension to run anyway)");
   c.context_extended = want > c.seq_len;

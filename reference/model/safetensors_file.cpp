@@ -1,6 +1,7 @@
 // Generic safetensors files: writer and strict reader (safetensors_file.h).
 #include "reference/model/safetensors_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -133,6 +134,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   const std::string data = bytes.substr(8 + n);
   SafetensorsFile f;
   uint64_t covered = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (begin, index)
   for (const auto& [name, e] : h.items()) {
     if (name == "__metadata__") {
       require_input(e.is_object(), path, "__metadata__", "must be an object of strings");
@@ -144,6 +146,20 @@ SafetensorsFile read_safetensors(const std::string& path) {
     }
     f.tensors.push_back(read_entry(name, e, data, path));
     covered += f.tensors.back().bytes.size();
+    ranges.emplace_back(e["data_offsets"][0].get<uint64_t>(), f.tensors.size() - 1);
+  }
+  // Tensors sharing bytes are forbidden (the Rust loader refuses them); sorted by begin, each
+  // non-empty tensor starts at or after the previous one's end.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t prev_end = 0;
+  const StTensorData* prev = nullptr;
+  for (const auto& [begin, i] : ranges) {
+    const StTensorData& t = f.tensors[i];
+    if (t.bytes.empty()) continue;
+    require_input(!prev || begin >= prev_end, path, t.name + " data_offsets",
+                  "overlaps tensor '" + (prev ? prev->name : std::string()) + "' (the format forbids tensors sharing bytes)");
+    prev_end = begin + t.bytes.size();
+    prev = &t;
   }
   require_input(covered == data.size(), path, "data_offsets", "tensors do not cover the data exactly");
   return f;

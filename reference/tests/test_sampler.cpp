@@ -136,6 +136,30 @@ TEST_CASE("min-p drops tokens below min_p * p_max (hf) / max + log(min_p) (llama
   }
 }
 
+// Replay's margins (how far outside the support a removed token lies): hf min-p in probability,
+// min_p * p_max - p; llamacpp in logits, max + log(min_p) - logit (killed a surviving mutant).
+TEST_CASE("min-p removal margins: hf in probability, llamacpp in logits", "[sampler][min_p]") {
+  for (const char* preset : {"hf", "llamacpp"}) {
+    SamplerConfig cfg = cfg_for(preset);
+    cfg.min_p = 0.5f;
+    const std::vector<float> logits{2, 1, 0, -1};
+    const Candidates before = candidates_from_logits(logits);
+    const RemovalMargin m = make_processor("min_p", cfg)->removal_margin(before, 2);  // logit 0: removed
+    if (std::string(preset) == "hf") {
+      Candidates p = before;
+      compute_probs(p);
+      double pmax = 0.0;
+      for (const Candidate& k : p.items) pmax = std::max(pmax, (double)k.prob);
+      CHECK(m.in_probability);
+      CHECK(m.distance == Approx(0.5 * pmax - (double)p.items[2].prob).epsilon(1e-12));
+      CHECK(m.distance > 0.0);
+    } else {
+      CHECK_FALSE(m.in_probability);
+      CHECK(m.distance == Approx(2.0 + std::log(0.5)).epsilon(1e-6));
+    }
+  }
+}
+
 // ---- temperature ------------------------------------------------------------------------------
 TEST_CASE("temperature divides every logit (IEEE division)", "[sampler][temperature]") {
   SamplerConfig cfg;
@@ -395,6 +419,8 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   c.repetition_penalty = 0.0f;
   CHECK(field_of([&] { validate(c, 10); }) == "repetition_penalty");
   CHECK(field_of([&] { nlohmann::json::parse(R"({"top_k": "many"})").get<SamplerConfig>(); }) == "top_k");
+  for (const char* bias : {R"({"logit_bias": [[1, 2, 3]]})", R"({"logit_bias": [[1.5, 2]]})", R"({"logit_bias": [[1]]})"})
+    CHECK(field_of([&] { nlohmann::json::parse(bias).get<SamplerConfig>(); }) == "logit_bias");
   CHECK(field_of([&] { make_processor("typical", c); }) == "order");
   c = {};
   c.banned_tokens = {0, 1};

@@ -118,6 +118,23 @@ TEST_CASE("greedy speculative equals plain greedy: n-gram drafter, penalties, ad
     }
 }
 
+// Adaptive k only changes speed, never the output, so it is checked on the counts: drafting with
+// the target itself (greedy: every draft accepted), k grows by one per round from 2 to k_max.
+TEST_CASE("adaptive k grows to k_max while every draft is accepted", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  ModelDrafter self(m, cfg, cache(false));
+  SpecOptions o = spec_options(2, cfg, false, 60);
+  o.adaptive_k = true;
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, self, prompt_ids(), o);
+  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 60, cfg, false));
+  REQUIRE(r.metrics.accepted_histogram.size() == 7);
+  CHECK(r.metrics.accepted == r.metrics.evaluated);                // nothing rejected
+  CHECK(r.metrics.accepted_histogram[3] + r.metrics.accepted_histogram[4] >= 1);  // k went 2 -> 3 -> 4 ...
+  CHECK(r.metrics.accepted_histogram[6] >= 1);                     // ... up to k_max
+}
+
 // A stale draft cache would only lower acceptance (the output stays exact), so
 // the drafter's rollback is checked directly: after rounds on other histories
 // its drafts and q rows equal a fresh drafter's, bit for bit.

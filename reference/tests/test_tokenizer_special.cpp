@@ -73,8 +73,10 @@ TEST_CASE("SmolLM2 metadata: no BOS, no space prefix, ChatML control tokens, EOG
   CHECK(v.pre == "smollm");
   CHECK(tok.bos_id() == 1);
   CHECK(tok.eos_id() == 2);
-  // EOS <|im_end|> and <|endoftext|> (llama.cpp's EOG texts) end generation; <|im_start|> does not.
-  CHECK(tok.eog_ids() == std::vector<int>{0, 2});
+  // EOS <|im_end|> and <|endoftext|> (llama.cpp's EOG texts) and the FIM repo token <reponame>
+  // end generation (llama.cpp's llama_vocab_is_eog set, data/tokdiff/smollm2.jsonl); <|im_start|> does not.
+  CHECK(tok.vocab().tokens[4] == "<reponame>");
+  CHECK(tok.eog_ids() == std::vector<int>{0, 2, 4});
   CHECK(tok.vocab().eot_id == 2);  // found by its text (<|im_end|> before <|endoftext|> in llama.cpp's list)
   CHECK_FALSE(tok.is_eog(1));
   CHECK(tok.token_bytes(-1, 1).empty());  // control tokens print nothing

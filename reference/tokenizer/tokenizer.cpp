@@ -147,9 +147,7 @@ std::vector<int> Tokenizer::encode(const std::string& text, bool add_bos) const 
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text, const EncodeOptions& o) const {
-  size_t bad = utf8_first_invalid(text);
-  require_input(bad == std::string::npos, "<text>", "prompt",
-                "invalid UTF-8 at byte " + std::to_string(bad));
+  require_utf8(text, "<text>", "prompt");
   const Vocab& v = impl_->vocab;
   std::vector<int> ids;
   if (o.add_bos && v.bos_id >= 0) ids.push_back(v.bos_id);

@@ -8,7 +8,8 @@
 //   <unk>, <s>, <|endoftext|> strips the whitespace to its right (RSTRIP);
 // - the special-token list: control, user-defined and unknown tokens with
 //   non-empty text, longest text first (ties: lower id first);
-// - EOG ids: EOS, EOT, EOM (keys, or found by text) and the EOG texts.
+// - EOG ids: the FIM pad / repo / separator tokens (by text), EOS, EOT, EOM (keys, or
+//   found by text) and the EOG texts, then llama.cpp's <|end|> and </s> exceptions.
 // ============================================================================
 #include <algorithm>
 #include <cctype>
@@ -32,6 +33,11 @@ const char* const kEogTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|retur
                                  "<turn|>", "<|tool_response>",
                                  "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["};
 
+// llama.cpp: the FIM pad / repo / file-separator tokens, found by text, end generation too.
+const char* const kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+const char* const kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+const char* const kFimSepTexts[] = {"<|file_sep|>"};
+
 uint8_t attr_of_type(int type) {
   if (type == kTokControl) return kAttrControl;
   if (type == kTokUserDefined) return kAttrUserDefined;
@@ -47,8 +53,38 @@ int find_first(const Tokenizer::Impl& t, const char* const* texts, size_t n) {
   return -1;
 }
 
+bool eog_has(const Tokenizer::Impl& t, const char* text) {
+  const int id = t.find(text);
+  return id >= 0 && std::find(t.eog_ids.begin(), t.eog_ids.end(), id) != t.eog_ids.end();
+}
+
+void drop_eog(Tokenizer::Impl& t, const char* text, uint8_t attr) {
+  const int id = t.find(text);
+  t.eog_ids.erase(std::remove(t.eog_ids.begin(), t.eog_ids.end(), id), t.eog_ids.end());
+  t.attr[id] = attr;
+}
+
+// llama.cpp's two exceptions, after the set is complete: o200k_harmony / solar-open's <|end|>
+// (with <|return|> and <|call|>, or <|call(s)|> and <|flush|>) becomes user-defined; gemma4 /
+// plamo's </s> (with <|tool_response> or <|plamo:eos|>) becomes a normal token.
+void eog_exceptions(Tokenizer::Impl& t) {
+  const bool call = eog_has(t, "<|call|>") || eog_has(t, "<|calls|>");
+  if (eog_has(t, "<|end|>") && call && (eog_has(t, "<|return|>") || eog_has(t, "<|flush|>")))
+    drop_eog(t, "<|end|>", kAttrUserDefined);
+  if (eog_has(t, "</s>") && (eog_has(t, "<|tool_response>") || eog_has(t, "<|plamo:eos|>")))
+    drop_eog(t, "</s>", 0);
+}
+
 void collect_eog(Tokenizer::Impl& t) {
   Vocab& v = t.vocab;
+  for (const auto& [texts, n] : {std::pair{kFimPadTexts, std::size(kFimPadTexts)},
+                                 std::pair{kFimRepTexts, std::size(kFimRepTexts)},
+                                 std::pair{kFimSepTexts, std::size(kFimSepTexts)}}) {
+    if (int id = find_first(t, texts, n); id >= 0) {
+      t.attr[id] |= kAttrControl;  // found by text: made control, as llama.cpp
+      t.eog_ids.push_back(id);
+    }
+  }
   if (v.eot_id < 0 && (v.eot_id = find_first(t, kEotTexts, std::size(kEotTexts))) >= 0)
     t.attr[v.eot_id] |= kAttrControl;  // found by text: made control, as llama.cpp
   if (v.eom_id < 0 && (v.eom_id = t.find("<|eom_id|>")) >= 0) t.attr[v.eom_id] |= kAttrControl;
@@ -62,6 +98,7 @@ void collect_eog(Tokenizer::Impl& t) {
     if (id >= 0) t.eog_ids.push_back(id);
   std::sort(t.eog_ids.begin(), t.eog_ids.end());
   t.eog_ids.erase(std::unique(t.eog_ids.begin(), t.eog_ids.end()), t.eog_ids.end());
+  eog_exceptions(t);
 }
 
 bool is_phi3(const std::string& name) {

@@ -455,6 +455,76 @@ def refused_cases(o, M):
 
 
 # ---------------------------------------------------------------------------------------------
+# Issue 29's bad-input probe: accepted silently, or named what the user did not give
+# ---------------------------------------------------------------------------------------------
+def probe_cases(o, M, log_lines, golden_line):
+    d = os.path.join(o, "probe")
+    bench = ["bench", "--quiet", "--prompt-tokens", "2", "--decode-tokens", "2", "--model"]
+
+    def overlap(header, blobs):  # k_proj's bytes are q_proj's (same size): the format forbids it
+        header["model.layers.0.self_attn.k_proj.weight"]["data_offsets"] = \
+            list(header["model.layers.0.self_attn.q_proj.weight"]["data_offsets"])
+
+    p = safetensors_model(d + "/st_overlap", overlap)
+    case("silent/safetensors_overlap", "silent", bench + [p], p + "/model.safetensors",
+         "k_proj.*overlap|q_proj.*overlap")
+    for name, val in [("null", None), ("gelu", "gelu"), ("empty", "")]:
+        p = safetensors_model(d + "/act_" + name, config_tweak=lambda c, v=val: c.__setitem__("hidden_act", v))
+        case("silent/config_hidden_act_" + name, "silent", bench + [p], p + "/config.json", "hidden_act")
+    # foreign records (no "schema"): numbers outside their type's range name the field
+    rec = json.loads(log_lines[0])
+    bin_ = M + "/stories260K/stories260K.bin"
+    for name, key, val in [("top_k_2p32", "top_k", 2 ** 32 + 40), ("seed_neg", "seed", -1),
+                           ("max_tokens_2p32", "max_tokens", 2 ** 32 + 6), ("temperature_1e300", "temperature", 1e300),
+                           ("top_p_float_max", "top_p", -1e39), ("penalty_window_frac", "penalty_window", 2.5),
+                           ("prompt_id_2p32", "prompt_ids", [1, 2 ** 32 + 1]), ("prompt_id_oov", "prompt_ids", [1, 99999])]:
+        f = {"prompt": rec["prompt"], "prompt_ids": rec["prompt_ids"], "temperature": 0,
+             "choices": [{"token_ids": rec["output_ids"]}]}
+        f[key] = val
+        pf = write(os.path.join(d, "foreign_%s.jsonl" % name), json.dumps(f) + "\n")
+        case("silent/replay_foreign_" + name, "silent", ["replay", pf, "--model", bin_, "--quiet"], None, None,
+             exit=1, stderr_lines=0, stdout_re=r"foreign_%s\.jsonl:1: %s" % (name, key), forbid="json.exception")
+    # an own record whose context exceeds the model's trained one (512): refused as `run` refuses it
+    r = json.loads(log_lines[0])
+    r["model"]["context"] = 4096
+    pl = write(os.path.join(d, "own_context_4096.jsonl"), json.dumps(r) + "\n")
+    case("silent/replay_own_context_past_trained", "silent", ["replay", pl, "--quiet"], bin_,
+         "context_length.*4096.*allow-context-extension")
+    # finite weights whose activations overflow: the error names the model file
+    src = M + "/gguf/stories260K.gguf"
+    data = open(src, "rb").read()
+    g = Gguf(data)
+    t = g.tensors["blk.0.ffn_down.weight"]
+    assert t["type"] == 0
+    blob = patch(data, g.tensor_at("blk.0.ffn_down.weight"), struct.pack("<%df" % 172, *([3.0e38] * 172)))
+    p = write(os.path.join(d, "ffn_down_overflow.gguf"), blob)
+    case("vague/activation_overflow_names_model", "vague", ["run", "--model", p, "-n", "4"], p,
+         "blk\\.[0-9]+\\.(ffn|attn)_out|logits")
+    # certify: the corpus file and --ctx are named as the user gave them
+    corpus = M + "/../corpus/stories260K-samples.txt"
+    bad = write(os.path.join(d, "corpus_bad_utf8.txt"), open(corpus, "rb").read()[:2000] + b"\xff\xfe tail\n")
+    base = ["certify", "--reference", src, "--candidate", src]
+    case("vague/certify_corpus_invalid_utf8", "vague", base + ["--corpus", bad, "--ctx", "64", "--out", d + "/cert"],
+         bad, "corpus", forbid="<text>")
+    case("vague/certify_ctx_100000", "vague", base + ["--corpus", corpus, "--ctx", "100000", "--out", d + "/cert"],
+         src, "--ctx", forbid="--context")
+    # golden records: a bad sampler names the golden file and line; paths stay in the fixtures folder
+    shared = os.path.dirname(M)
+    for name, tweak, field in [
+            ("sampler_top_p_5", lambda r: r["sampler"].__setitem__("top_p", 5.0), "sampler.*top_p"),
+            ("sampler_temperature_neg", lambda r: r["sampler"].__setitem__("temperature", -1.0), "sampler.*temperature"),
+            ("model_etc_passwd", lambda r: r.__setitem__("model", "../../../etc/passwd"), "model"),
+            ("model_absolute", lambda r: r.__setitem__("model", "/etc/passwd"), "model"),
+            ("tokenizer_escapes", lambda r: r.__setitem__("tokenizer", "models/../../x.bin"), "tokenizer")]:
+        r = json.loads(golden_line)
+        tweak(r)
+        gd = os.path.join(d, "golden_" + name)
+        write(gd + "/stories260K.jsonl", json.dumps(r) + "\n")
+        case("vague/golden_" + name, "vague", ["golden", "verify", gd, "--shared-dir", shared],
+             gd + "/stories260K.jsonl:1", field)
+
+
+# ---------------------------------------------------------------------------------------------
 # Loader cases that already passed before issue 15 (kept so they stay passing)
 # ---------------------------------------------------------------------------------------------
 def loader_cases(o, M):
@@ -567,6 +637,7 @@ def main():
     memory_cases(o, M)
     message_cases(o, M)
     refused_cases(o, M)
+    probe_cases(o, M, log_lines, golden_line)
     loader_cases(o, M)
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate case ids"

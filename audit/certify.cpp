@@ -40,23 +40,24 @@ namespace {
 // ============================================================================
 // Chunks
 // ============================================================================
-struct Chunk {
-  std::vector<int> tokens;  // (ctx) what both models run
-  int first_scored = 0;     // predictions made at positions [first_scored, ctx - 1) are scored
-};
+}  // namespace
 
-std::vector<Chunk> make_chunks(const std::vector<int>& corpus, int bos, const CertifyOptions& o) {
-  std::vector<Chunk> chunks;
+// llamacpp: perplexity.cpp's chunks — the first token of each chunk becomes BOS
+// only when the vocabulary's add_bos is true (`if (add_bos && j == 0)`), as the
+// corpus itself was tokenized with BOS only then. full: [BOS] + n - 1 tokens.
+std::vector<CertifyChunk> make_certify_chunks(const std::vector<int>& corpus, int bos, bool add_bos,
+                                              const CertifyOptions& o) {
+  std::vector<CertifyChunk> chunks;
   const int n = o.ctx;
   if (o.protocol == Protocol::LlamaCpp) {
     for (size_t s = 0; s + n <= corpus.size(); s += n) {
-      Chunk c{std::vector<int>(corpus.begin() + s, corpus.begin() + s + n), n / 2};
-      c.tokens[0] = bos;
+      CertifyChunk c{std::vector<int>(corpus.begin() + s, corpus.begin() + s + n), n / 2};
+      if (add_bos) c.tokens[0] = bos;
       chunks.push_back(std::move(c));
     }
   } else {
     for (size_t s = 0; s + (n - 1) <= corpus.size(); s += n - 1) {
-      Chunk c{{bos}, 0};
+      CertifyChunk c{{bos}, 0};
       c.tokens.insert(c.tokens.end(), corpus.begin() + s, corpus.begin() + s + (n - 1));
       chunks.push_back(std::move(c));
     }
@@ -64,6 +65,8 @@ std::vector<Chunk> make_chunks(const std::vector<int>& corpus, int bos, const Ce
   if (o.max_chunks > 0 && (int)chunks.size() > o.max_chunks) chunks.resize(o.max_chunks);
   return chunks;
 }
+
+namespace {
 
 KvCacheOptions kv_options(int ctx, bool int8) {
   KvCacheOptions k;
@@ -73,19 +76,12 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   return k;
 }
 
-// All-position logits of one chunk: (ctx, vocab_size).
-std::vector<float> chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8) {
-  KvCache kv(m.config, kv_options((int)tokens.size(), kv_int8));
-  ForwardOptions fo;
-  fo.all_logits = true;
-  return forward(m, kv, 0, tokens, fo);
-}
-
-std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const Chunk& c, int index,
+std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const CertifyChunk& c, int index,
                                      const CertifyOptions& o) {
-  std::vector<float> lr = chunk_logits(ref, c.tokens, false);
-  std::vector<float> lc = o.candidate_forward ? o.candidate_forward(cand, c.tokens, true)
-                                              : chunk_logits(cand, c.tokens, o.candidate_kv_int8);
+  std::vector<float> lr = certify_chunk_logits(ref, c.tokens, false);
+  std::vector<float> lc = o.candidate_forward
+                              ? o.candidate_forward(cand, c.tokens, true)
+                              : certify_chunk_logits(cand, c.tokens, o.candidate_kv_int8, o.candidate_numerics);
   const int v = ref.config.vocab_size;
   std::vector<TokenRecord> out;
   for (int j = c.first_scored; j + 1 < (int)c.tokens.size(); j++) {
@@ -100,15 +96,17 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
 // ============================================================================
 // Greedy agreement
 // ============================================================================
-std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& prompt, int steps,
-                                     bool kv_int8) {
+std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& prompt, int steps, bool kv_int8,
+                                     num::NumericsProfile numerics) {
   KvCache kv(m.config, kv_options((int)prompt.size() + steps, kv_int8));
-  std::vector<float> logits = forward(m, kv, 0, prompt);
+  ForwardOptions fo;
+  fo.numerics = numerics;
+  std::vector<float> logits = forward(m, kv, 0, prompt, fo);
   std::vector<int> out;
   for (int s = 0; s < steps; s++) {
     int next = num::argmax_lowest(logits.data(), m.config.vocab_size);
     out.push_back(next);
-    if (s + 1 < steps) logits = forward(m, kv, 0, std::vector<int>{next});
+    if (s + 1 < steps) logits = forward(m, kv, 0, std::vector<int>{next}, fo);
   }
   return out;
 }
@@ -127,9 +125,10 @@ std::vector<int> greedy_continuation_with(const CertifyOptions& o, const Model& 
 
 int first_divergence(const Model& ref, const Model& cand, const std::vector<int>& prompt,
                      const CertifyOptions& o) {
-  std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false);
+  std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false, num::NumericsProfile::Canonical);
   std::vector<int> b = o.candidate_forward ? greedy_continuation_with(o, cand, prompt, o.greedy_steps)
-                                           : greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8);
+                                           : greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8,
+                                                                 o.candidate_numerics);
   int i = 0;
   while (i < o.greedy_steps && a[i] == b[i]) i++;
   return i;
@@ -167,6 +166,15 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
 }
 
 }  // namespace
+
+std::vector<float> certify_chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8,
+                                        num::NumericsProfile numerics) {
+  KvCache kv(m.config, kv_options((int)tokens.size(), kv_int8));
+  ForwardOptions fo;
+  fo.all_logits = true;
+  fo.numerics = numerics;
+  return forward(m, kv, 0, tokens, fo);
+}
 
 const char* protocol_name(Protocol p) { return p == Protocol::LlamaCpp ? "llamacpp" : "full"; }
 
@@ -216,7 +224,7 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
   Tokenizer tok(ref.vocab);
   const bool llamacpp = o.protocol == Protocol::LlamaCpp;
   std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
-  std::vector<Chunk> chunks = make_chunks(ids, tok.bos_id(), o);
+  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, tok.bos_id(), tok.vocab().add_bos, o);
   require_input(!chunks.empty(), "corpus", "tokens",
                 "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
                     std::to_string(o.ctx));
@@ -226,7 +234,7 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
   it.head.corpus_tokens = (int)ids.size();
   it.head.chunks = (int)chunks.size();
   std::vector<std::vector<int>> chunk_tokens;
-  for (const Chunk& c : chunks) chunk_tokens.push_back(c.tokens);
+  for (const CertifyChunk& c : chunks) chunk_tokens.push_back(c.tokens);
   const int n_chunks = it.head.chunks, n_prompts = std::min<int>(o.greedy_prompts, n_chunks);
   it.chunks.resize(chunks.size());  // (chunks) records; empty when not this worker's
   std::vector<int> my_chunks, my_prompts;

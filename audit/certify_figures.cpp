@@ -326,13 +326,14 @@ std::string svg_certificate_summary(const CertifyResult& r, const CertificateInf
   const std::vector<std::string> lines = {
       "reference  " + info.reference_path + "  sha256 " + info.reference_sha256,
       "candidate  " + info.candidate_path + "  sha256 " + info.candidate_sha256 + "  (" + info.weight_type +
-          (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ")",
+          (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ", numerics " +
+          std::string(num::numerics_profile_name(info.candidate_numerics)) + ")",
       "corpus     " + info.corpus_path + "  sha256 " + info.corpus_sha256 + "  " + std::to_string(r.corpus_tokens) + " tokens",
       "protocol   " + std::string(protocol_name(r.protocol)) + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) + " chunks, " +
           std::to_string(sm.n) + " scored tokens; greedy " + std::to_string(r.greedy.prompts) + " prompts x " +
           std::to_string(r.greedy.steps) + " steps; oracle " + info.tool_version,
-      "summary    mean KLD " + fmt("%.6f", sm.kld.mean) + " ± " + fmt("%.6f", sm.kld.se) + ", same top-1 " +
-          fmt("%.3f%%", 100 * sm.same_top.mean) + ", PPL ratio " + fmt("%.6f", sm.perplexity.ratio.mean) +
+      "summary    mean KLD " + fmt("%.6g", sm.kld.mean) + " ± " + fmt("%.6g", sm.kld.se) + ", same top-1 " +
+          fmt("%.3f%%", 100 * sm.same_top.mean) + ", PPL ratio " + fmt("%.6f", sm.perplexity.ratio.mean) + " ± " + fmt("%.6g", sm.perplexity.ratio.se) +
           ", RMS Δp " + fmt("%.3f%%", 100 * sm.rms_dp_next.mean)};
   for (size_t i = 0; i < lines.size(); i++) s += text(20, 88 + 19.0 * (double)i, lines[i], "start", 12, mono);
   s += text(20, rows_y, "threshold", "start", 13, "font-weight=\"bold\"");

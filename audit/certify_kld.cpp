@@ -24,18 +24,6 @@ std::vector<int> chunk_tokens(const KldBase& b, int c, const Model& m) {
   return t;
 }
 
-// All-position logits of one chunk: (n_ctx, vocab_size).
-std::vector<float> chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8) {
-  KvCacheOptions k;
-  k.max_seqs = 1;
-  k.max_tokens = (int)tokens.size();
-  k.int8 = kv_int8;
-  KvCache kv(m.config, k);
-  ForwardOptions fo;
-  fo.all_logits = true;
-  return forward(m, kv, 0, tokens, fo);
-}
-
 // Chunk i writes only slot i; the progress callback is serialized.
 template <class Fn>
 void each_chunk(int n, const CertifyOptions& o, int total, Fn fn) {
@@ -104,7 +92,7 @@ KldBase make_kld_base(const Model& ref, KldBase b, const CertifyOptions& o) {
   b.records.assign((size_t)b.n_chunk * b.scored_per_chunk() * b.nv(), 0);
   const int v = b.n_vocab;
   each_chunk(b.n_chunk, o, b.n_chunk, [&](int c) {
-    const std::vector<float> logits = chunk_logits(ref, chunk_tokens(b, c, ref), false);  // (n_ctx, v)
+    const std::vector<float> logits = certify_chunk_logits(ref, chunk_tokens(b, c, ref), false);  // (n_ctx, v)
     for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
       encode_kld_record(&logits[(size_t)j * v], v, b.record(c, j));
   });
@@ -131,7 +119,7 @@ CertifyResult certify_against_base(const KldBase& b, const Model& cand, const Ce
   const int prompts = ref ? std::min(o.greedy_prompts, b.n_chunk) : 0;
   const int v = b.n_vocab;
   score_all(b, o, b.n_chunk + prompts, r, [&](int c) {
-    const std::vector<float> lc = chunk_logits(cand, chunks[c], o.candidate_kv_int8);  // (n_ctx, v)
+    const std::vector<float> lc = certify_chunk_logits(cand, chunks[c], o.candidate_kv_int8, o.candidate_numerics);  // (n_ctx, v)
     std::vector<TokenRecord> out;
     for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
       out.push_back(placed(compare_base_logits(b.record(c, j), &lc[(size_t)j * v], v, chunks[c][j + 1]), c, j));
@@ -152,7 +140,7 @@ CertifyResult certify_base_candidate(const Model& ref, const KldBase& b, const C
   const int v = b.n_vocab;
   score_all(b, o, b.n_chunk, r, [&](int c) {
     const std::vector<int> tokens = chunk_tokens(b, c, ref);
-    const std::vector<float> lr = chunk_logits(ref, tokens, false);  // (n_ctx, v)
+    const std::vector<float> lr = certify_chunk_logits(ref, tokens, false);  // (n_ctx, v)
     std::vector<TokenRecord> out;
     for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
       out.push_back(placed(compare_logits_base(&lr[(size_t)j * v], b.record(c, j), v, tokens[j + 1]), c, j));
@@ -172,7 +160,7 @@ namespace {
 // own F32 logits differ from ours by ~1e-5; another model differs by far more).
 void require_first_chunk_matches(const KldBase& b, const Model& ref, const std::string& path) {
   const int v = b.n_vocab;
-  const std::vector<float> logits = chunk_logits(ref, chunk_tokens(b, 0, ref), false);  // (n_ctx, v)
+  const std::vector<float> logits = certify_chunk_logits(ref, chunk_tokens(b, 0, ref), false);  // (n_ctx, v)
   std::vector<uint16_t> mine((size_t)b.nv());
   for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++) {
     encode_kld_record(&logits[(size_t)j * v], v, mine.data());

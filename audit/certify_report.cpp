@@ -65,9 +65,10 @@ std::string pct(double v) {
   return b;
 }
 
+// Six significant digits (a mean KLD of 3.4e-07 is not "0.000000").
 std::string num6(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.6f", v);
+  std::snprintf(b, sizeof b, "%.6g", v);
   return b;
 }
 
@@ -81,6 +82,13 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+std::string candidate_pipeline(const CertificateInfo& info) {
+  if (info.candidate_numerics == num::NumericsProfile::Ggml)
+    return "reference canonical; candidate in the ggml profile (llama.cpp's CPU backend: activations quantized to "
+           "the weight type's dot partner, integer block dots, F16 KV cache; docs/numerics.md)";
+  return "canonical f32 reference (weights dequantized exactly at load)";
+}
 
 // ---- llama-perplexity's statistics block ------------------------------------------------------
 std::string llama_perplexity_block(const CertifyResult& r) {
@@ -144,10 +152,11 @@ nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& i
           {"tool_version", info.tool_version},
           {"reference", {{"path", info.reference_path}, {"sha256", info.reference_sha256}}},
           {"candidate", {{"path", info.candidate_path}, {"sha256", info.candidate_sha256},
-                         {"weight_type", info.weight_type}, {"kv_cache_int8", info.candidate_kv_int8}}},
+                         {"weight_type", info.weight_type}, {"kv_cache_int8", info.candidate_kv_int8},
+                         {"numerics", std::string(num::numerics_profile_name(info.candidate_numerics))}}},
           {"corpus", {{"path", info.corpus_path}, {"sha256", info.corpus_sha256}, {"tokens", r.corpus_tokens}}},
           {"protocol", {{"name", protocol_name(r.protocol)}, {"ctx", r.ctx}, {"chunks", r.chunks},
-                        {"pipeline", "canonical f32 reference (weights dequantized exactly at load)"}}},
+                        {"pipeline", candidate_pipeline(info)}}},
           {"statistics", summary_json(r.summary)},
           {"greedy", {{"prompts", g.prompts}, {"steps", g.steps},
                       {"mean_first_divergence", g.mean_first_divergence},
@@ -171,7 +180,9 @@ std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& 
   m += "| | |\n|---|---|\n";
   m += "| reference | `" + info.reference_path + "` sha256 `" + info.reference_sha256 + "` |\n";
   m += "| candidate | `" + info.candidate_path + "` sha256 `" + info.candidate_sha256 + "` (" +
-       info.weight_type + (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ") |\n";
+       info.weight_type + (info.candidate_kv_int8 ? ", int8 KV cache" : "") + ", numerics " +
+       std::string(num::numerics_profile_name(info.candidate_numerics)) + ") |\n";
+  m += "| pipeline | " + candidate_pipeline(info) + " |\n";
   m += "| corpus | `" + info.corpus_path + "` sha256 `" + info.corpus_sha256 + "`, " +
        std::to_string(r.corpus_tokens) + " tokens |\n";
   m += "| protocol | " + std::string(protocol_name(r.protocol)) + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) +
@@ -184,7 +195,7 @@ std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& 
   m += "| mean KLD | " + pm(s.kld) + " |\n";
   for (const auto& [level, v] : s.kld_percentiles) {
     char b[96];
-    std::snprintf(b, sizeof b, "| KLD %g%% | %.6f |\n", level, v);
+    std::snprintf(b, sizeof b, "| KLD %g%% | %.6g |\n", level, v);
     m += b;
   }
   m += "| same top-1 | " + pm(s.same_top, true) + " |\n";

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/certify.h"
+#include "numerics/profile.h"
 
 namespace oracle {
 
@@ -20,7 +21,11 @@ struct CertificateInfo {
   std::string weight_type;          // dominant candidate weight type (or KV_I8)
   bool candidate_kv_int8 = false;
   int trained_context = 0;          // > 0: --ctx exceeded it (--allow-context-extension)
+  num::NumericsProfile candidate_numerics = num::NumericsProfile::Canonical;  // --candidate-numerics
 };
+
+// How the candidate's logits were computed: the pipeline line of the certificate.
+std::string candidate_pipeline(const CertificateInfo& info);
 
 nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& info,
                                 const std::vector<ThresholdCheck>& checks);

@@ -17,7 +17,8 @@ namespace oracle {
 using nlohmann::json;
 
 std::vector<float> teacher_forced_logits(const Model& m, const std::vector<int>& prompt,
-                                         const std::vector<int>& tokens, std::vector<TraceEntry>* trace) {
+                                         const std::vector<int>& tokens, std::vector<TraceEntry>* trace,
+                                         num::NumericsProfile numerics) {
   require_input(!prompt.empty(), "dump", "prompt_ids", "empty prompt");
   std::vector<int> seq = prompt;  // (n_prompt + steps - 1): the last token is never fed back
   if (!tokens.empty()) seq.insert(seq.end(), tokens.begin(), tokens.end() - 1);
@@ -29,6 +30,7 @@ std::vector<float> teacher_forced_logits(const Model& m, const std::vector<int>&
   KvCache kv(m.config, ko);
   ForwardOptions fo;
   fo.all_logits = true;
+  fo.numerics = numerics;
   Trace t;
   if (trace) t = trace_recorder(*trace), fo.trace = &t;
   const std::vector<float> all = forward(m, kv, 0, seq, fo);  // (n_prompt + steps - 1, vocab)

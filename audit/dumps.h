@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "audit/tensor_compare.h"
+#include "numerics/profile.h"
 #include "reference/model/model.h"
 #include "reference/model/safetensors_file.h"
 
@@ -31,9 +32,11 @@ struct DumpInfo {
 };
 
 // Logits that chose each of `tokens` after `prompt`: (tokens.size(), vocab).
-// `trace` (optional) receives every traced tensor of that forward pass.
+// `trace` (optional) receives every traced tensor of that forward pass; `numerics`
+// the forward pass's profile (a run under --numerics ggml dumps its own logits).
 std::vector<float> teacher_forced_logits(const Model& m, const std::vector<int>& prompt,
-                                         const std::vector<int>& tokens, std::vector<TraceEntry>* trace = nullptr);
+                                         const std::vector<int>& tokens, std::vector<TraceEntry>* trace = nullptr,
+                                         num::NumericsProfile numerics = num::NumericsProfile::Canonical);
 
 SafetensorsFile logits_dump(const DumpInfo& info, const std::vector<int>& tokens, const std::vector<float>& logits,
                             int vocab);

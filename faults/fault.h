@@ -147,7 +147,16 @@
     "test_sampler_emu")                                                                                      \
   X(DEVICE_VERIFY_ROWS_FROM_ZERO, "optimized", "DeviceSequence::verify_round",                                 \
     "the device verify takes p from the pass's first logits rows, not the rows that predict the drafts",       \
-    "test_device_batch")
+    "test_device_batch")                                                                                         \
+  X(GGML_ACT_ROUND_AWAY, "reference/compute", "qmatmul_ggml quantize_block32",                                 \
+    "the ggml profile's Q8_0/Q8_1 activation quantizer rounds halves away from zero (roundf), not to even",    \
+    "test_qmatmul_ggml")                                                                                         \
+  X(GGML_ACT_SCALE_128, "reference/compute", "qmatmul_ggml quantize_block32",                                  \
+    "the ggml profile's activation block scale is amax/128 (id 128/amax) instead of amax/127",                 \
+    "test_qmatmul_ggml")                                                                                         \
+  X(GGML_COMBINE_REVERSED, "reference/compute", "qmatmul_ggml dot_blocks32 / dot_blocks_k",                    \
+    "the ggml profile combines the per-block scale products in decreasing block order",                        \
+    "test_qmatmul_ggml")
 
 namespace oracle::fault {
 

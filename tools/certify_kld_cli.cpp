@@ -86,10 +86,11 @@ int run_certify_kld(const KldOptions& k, const std::string& reference, const std
   need(modes == 1, "--write-kld-base", "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base, "
        "--reference-cache");
   need(o.protocol == Protocol::LlamaCpp, "--protocol",
-       "KLD base files hold llama-perplexity's protocol; pass --protocol llamacpp");
+       "KLD base files hold llama-perplexity's protocol (llamacpp, implied when --protocol is not given)");
   if (!k.write_base.empty()) return write_mode(k, reference, corpus_path, o);
   CertificateInfo info;
   info.tool_version = kOracleVersion;
+  info.candidate_numerics = o.candidate_numerics;  // the reference side is canonical (or the file)
   info.corpus_path = corpus_path;
   if (!corpus_path.empty()) info.corpus_sha256 = sha256_file(corpus_path);
   if (!k.reference_base.empty()) {
@@ -110,6 +111,8 @@ int run_certify_kld(const KldOptions& k, const std::string& reference, const std
   }
   if (!k.candidate_base.empty()) {
     need(!reference.empty() && candidate.empty(), "--candidate-kld-base", "needs --reference and no --candidate");
+    need(o.candidate_numerics == num::NumericsProfile::Canonical, "--candidate-numerics",
+         "the candidate is the file's log-probabilities: no forward pass to run in another profile");
     const KldBase b = read_kld_base(k.candidate_base);
     adopt_ctx(b, k.candidate_base, o, ctx_given);
     const Model ref = load_at(reference, o.ctx);

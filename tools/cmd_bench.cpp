@@ -19,6 +19,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 #include "tools/progress.h"
 #include "tools/spec_args.h"
 
@@ -39,6 +40,8 @@ struct BenchOptions {
   std::string mode = "deterministic"; // device backends: deterministic or fast
   std::string cuda_graphs = "on";     // device backends: decode steps as CUDA graphs (on, off, both)
   int tp = 1;                         // --tp N: tensor-parallel ranks (mpirun -np N)
+  std::string numerics = "canonical"; // --numerics (tools/numerics_arg.h): the reference's profile
+  num::NumericsProfile profile = num::NumericsProfile::Canonical;
 };
 
 struct BenchTimes {
@@ -65,6 +68,7 @@ static BenchTimes time_generation(const Model& m, KvCache& kv, const BenchOption
   fo.threads = o.model.threads;
   fo.pool = &pool;
   fo.split = split;  // null: one rank
+  fo.numerics = o.profile;
   const std::vector<int> prompt = bench_prompt(m.config, o.prompt_tokens);
   BenchTimes t;
   Stopwatch prefill;
@@ -363,6 +367,9 @@ int run_bench(BenchOptions o) {
   if (o.mode != "both") parse_mode(o.mode);  // a bad --mode is refused for every backend
   require_input(o.mode != "both" || o.backend != "reference", o.mode, "--mode", "both is for device backends (cuda-emu, cuda)");
   parse_graphs(o);  // --cuda-graphs too
+  o.profile = numerics_arg(o.numerics);
+  require_input(o.profile == num::NumericsProfile::Canonical || (o.backend == "reference" && !speculative_enabled(o.spec)),
+                o.numerics, "--numerics", "the ggml profile is benched on the plain reference loop only");
   fit_to_context(o, m.config.seq_len);
   const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
   require_input(positions <= m.config.seq_len, m.path, "context_length",
@@ -407,6 +414,7 @@ int run_bench(BenchOptions o) {
   j["decode_bandwidth_ratio"] = probe.bytes_per_s > 0 ? j["decode_weight_bytes_s"].get<double>() / probe.bytes_per_s : 0.0;
   j["repetitions"] = o.repetitions;
   j["backend"] = "reference";
+  j["numerics"] = o.numerics;
   j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
     j.update(bench_speculative(m, o.spec, vocab, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,
@@ -438,6 +446,7 @@ Command setup_bench(CLI::App& app) {
   sub->add_option("--cuda-graphs", opts->cuda_graphs,
                   "Device backends: decode steps replayed as CUDA graphs (on, the default), launched one by one "
                   "(off), or both alternating (reports the graphs' speed-up)");
+  add_numerics_option(sub, opts->numerics);
   sub->add_option("--tp", opts->tp, "Tensor-parallel ranks: run as mpirun -np N (docs/scale.md)")
       ->check(int_in<int>(1, 4096));
   return {sub, [opts] { return run_bench(*opts); }};

@@ -24,6 +24,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 #include "tools/progress.h"
 #include "tools/shard.h"
 #include "tools/version.h"
@@ -37,6 +38,7 @@ struct CertifyOptions {
   std::string tokenizer;  // --tokenizer: the reference's vocabulary (a llama2.c reference embeds none)
   oracle::CertifyOptions options;
   std::string protocol = "full";  // --protocol (parsed into options.protocol)
+  bool protocol_given = false;    // --protocol on the command line (a KLD base file implies llamacpp)
   KldOptions kld;          // KLD-base modes (tools/certify_kld_cli.h)
   bool ctx_given = false;  // --ctx on the command line
   bool no_progress = false, quiet = false, json = false, no_png = false;
@@ -44,6 +46,7 @@ struct CertifyOptions {
   ShardOptions shard;                    // --shard I/N --part FILE (tools/shard.h)
   std::string backend = "reference";     // the candidate's forward pass (tools/device_backend.h)
   std::string mode = "deterministic";
+  std::string candidate_numerics = "canonical";  // --candidate-numerics (tools/numerics_arg.h)
 };
 
 // --backend cuda-emu|cuda: the candidate's logits from the device pipeline (the
@@ -54,6 +57,8 @@ static void use_backend(CertifyOptions& a) {
   if (!dev) return;
   const std::string on = " (not on --backend " + a.backend + ")";
   require_input(!a.options.candidate_kv_int8, "--candidate-kv-int8", "option", "the device KV cache is float32" + on);
+  require_input(a.options.candidate_numerics == num::NumericsProfile::Canonical, a.candidate_numerics,
+                "--candidate-numerics", "the ggml profile runs on the reference only" + on);
   require_input(a.options.threads == 1, std::to_string(a.options.threads), "--threads", "chunks run one at a time" + on);
   const KldOptions& k = a.kld;
   const char* kld_flag = !k.write_base.empty() ? "--write-kld-base" : !k.reference_base.empty() ? "--reference-kld-base"
@@ -97,12 +102,12 @@ static void print_summary(const CertifyResult& r, const std::vector<ThresholdChe
   const Summary& s = r.summary;
   std::printf("protocol %s, ctx %d, %d chunks, %lld scored tokens (corpus %d tokens)\n", protocol_name(r.protocol),
               r.ctx, r.chunks, (long long)s.n, r.corpus_tokens);
-  std::printf("mean KLD        %.6f ± %.6f   (99%% %.6f, max %.6f)\n", s.kld.mean, s.kld.se,
+  std::printf("mean KLD        %.6g ± %.6g   (99%% %.6g, max %.6g)\n", s.kld.mean, s.kld.se,
               s.kld_percentiles[2].second, s.kld_percentiles[0].second);
   std::printf("same top-1      %.3f%% ± %.3f%%\n", 100 * s.same_top.mean, 100 * s.same_top.se);
   std::printf("RMS Δp (next)   %.3f%% ± %.3f%%   RMS Δp (ref top) %.3f%%\n", 100 * s.rms_dp_next.mean,
               100 * s.rms_dp_next.se, 100 * s.rms_dp_top.mean);
-  std::printf("PPL ref / cand  %.6f / %.6f   ratio %.6f ± %.6f\n", s.perplexity.ppl_ref.mean,
+  std::printf("PPL ref / cand  %.6f / %.6f   ratio %.6f ± %.6g\n", s.perplexity.ppl_ref.mean,
               s.perplexity.ppl_cand.mean, s.perplexity.ratio.mean, s.perplexity.ratio.se);
   if (r.greedy.prompts > 0)
     std::printf("greedy          first divergence mean %.2f of %d steps\n", r.greedy.mean_first_divergence,
@@ -173,6 +178,7 @@ static nlohmann::json certify_job(const CertifyOptions& a, const CertifyResult& 
           {"candidate", info.candidate_path}, {"candidate_sha256", info.candidate_sha256},
           {"corpus", info.corpus_path}, {"corpus_sha256", info.corpus_sha256}, {"version", info.tool_version},
           {"weight_type", info.weight_type}, {"kv_int8", info.candidate_kv_int8},
+          {"candidate_numerics", std::string(num::numerics_profile_name(info.candidate_numerics))},
           {"trained_context", info.trained_context}, {"protocol", protocol_name(head.protocol)}, {"ctx", head.ctx},
           {"corpus_tokens", head.corpus_tokens}, {"chunks", head.chunks}, {"greedy_steps", a.options.greedy_steps},
           {"out", a.out}, {"thresholds", a.thresholds}, {"no_png", a.no_png}, {"json", a.json}};
@@ -186,6 +192,7 @@ int finish_certify_job(const nlohmann::json& job, const std::vector<nlohmann::js
                        job.at("candidate_sha256"), job.at("corpus"), job.at("corpus_sha256"), job.at("version"),
                        job.at("weight_type"), job.at("kv_int8")};
   info.trained_context = job.at("trained_context");
+  info.candidate_numerics = numerics_arg(job.value("candidate_numerics", std::string("canonical")), "candidate_numerics");
   CertifyItems items;
   items.head.protocol = parse_protocol(job.at("protocol"));
   items.head.ctx = job.at("ctx"), items.head.corpus_tokens = job.at("corpus_tokens");
@@ -229,7 +236,9 @@ static auto ctx_named(Load load) {
 }
 
 static int run_certify(CertifyOptions& a) {
+  if (kld_requested(a.kld) && !a.protocol_given) a.protocol = "llamacpp";  // base files hold llama-perplexity's protocol
   a.options.protocol = parse_protocol(a.protocol);
+  a.options.candidate_numerics = numerics_arg(a.candidate_numerics, "--candidate-numerics");
   use_backend(a);
   check_before_scoring(a);
   ShardRun run("certify", a.shard);
@@ -263,6 +272,7 @@ static int run_certify(CertifyOptions& a) {
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,
                        sha256_hex(corpus.data(), corpus.size()), kOracleVersion,
                        dominant_weight_type(cand), a.options.candidate_kv_int8};
+  info.candidate_numerics = a.options.candidate_numerics;
   if (ref.config.context_extended || cand.config.context_extended)
     info.trained_context = std::min(ref.config.trained_context, cand.config.trained_context);
   if (a.options.candidate_kv_int8 && info.weight_type == "F32") info.weight_type = "KV_I8";
@@ -287,7 +297,9 @@ Command setup_certify(CLI::App& app) {
       ->each([args](const std::string&) { args->ctx_given = true; });
   sub->add_flag("--allow-context-extension", args->allow_context_extension,
                 "Allow --ctx above the models' trained context (recorded in the certificate)");
-  sub->add_option("--protocol", args->protocol, "full (default) or llamacpp")->capture_default_str();
+  sub->add_option("--protocol", args->protocol, "full (default) or llamacpp (implied by the KLD-base options)")
+      ->capture_default_str()
+      ->each([args](const std::string&) { args->protocol_given = true; });
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
   sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str()
@@ -296,6 +308,9 @@ Command setup_certify(CLI::App& app) {
       ->check(int_in<int>(0));
   sub->add_flag("--candidate-kv-int8", args->options.candidate_kv_int8,
                 "Candidate stores its KV cache as per-row int8 (I8_ROW)");
+  add_numerics_option(sub, args->candidate_numerics, "--candidate-numerics",
+                      "The candidate's operation orders: canonical (default) or ggml (as llama.cpp's CPU backend "
+                      "runs the file); the reference stays canonical");
   sub->add_option("--greedy-prompts", args->options.greedy_prompts, "Prompts for greedy agreement")
       ->capture_default_str()->check(int_in<int>(0, 1 << 20));
   sub->add_option("--greedy-prompt-tokens", args->options.greedy_prompt_tokens, "Prompt length")

@@ -16,6 +16,7 @@
 #include "reference/base/errors.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 
 namespace oracle::tools {
 
@@ -27,6 +28,7 @@ struct CompareOptions {
   bool json = false;
   std::string markdown;  // --markdown FILE
   CompareThresholds t;
+  std::string numerics = "canonical";  // --numerics: the reference's profile (tools/numerics_arg.h)
 };
 
 static void check_model(const std::map<std::string, std::string>& meta, const LoadedModel& lm, const std::string& path) {
@@ -69,8 +71,9 @@ static int compare_logits_files(const CompareOptions& o) {
     require_input(got.vocab == lm.model.config.vocab_size, o.files[0], "logits shape",
                   "vocabulary " + std::to_string(got.vocab) + ", the reference has " +
                       std::to_string(lm.model.config.vocab_size));
-    want.logits = teacher_forced_logits(lm.model, got.prompt_ids, got.token_ids);
-    want_name = "reference " + (lm.model.path.empty() ? std::string("(embedded default)") : lm.model.path);
+    want.logits = teacher_forced_logits(lm.model, got.prompt_ids, got.token_ids, nullptr, numerics_arg(o.numerics));
+    want_name = "reference " + (lm.model.path.empty() ? std::string("(embedded default)") : lm.model.path) +
+                (o.numerics == "canonical" ? "" : " (numerics " + o.numerics + ")");
   }
   const std::vector<int>& ids = got.token_ids.empty() ? want.token_ids : got.token_ids;
   const LogitsComparison c = compare_logit_rows(want.logits, got.logits, got.steps, got.vocab, ids, o.t);
@@ -104,9 +107,10 @@ static int compare_trace_files(const CompareOptions& o) {
     if (!o.prompt_ids.empty()) prompt = read_ids_file(o.prompt_ids);
     require_input(!prompt.empty(), o.files[0], "prompt_ids", "the reference trace needs the prompt ids");
     const LoadedModel lm = load_model_and_tokenizer(o.model);
-    teacher_forced_logits(lm.model, prompt, tokens, &want);
+    teacher_forced_logits(lm.model, prompt, tokens, &want, numerics_arg(o.numerics));
     want = canonical_trace_order(std::move(want));
-    want_name = "reference " + (lm.model.path.empty() ? std::string("(embedded default)") : lm.model.path);
+    want_name = "reference " + (lm.model.path.empty() ? std::string("(embedded default)") : lm.model.path) +
+                (o.numerics == "canonical" ? "" : " (numerics " + o.numerics + ")");
   }
   const double max_nmse = o.t.max_nmse >= 0 ? o.t.max_nmse : 1e-7;
   const TraceComparison c = compare_trace_dumps(want, got, max_nmse);
@@ -125,6 +129,8 @@ Command setup_compare(CLI::App& app) {
   sub->add_flag("--trace", o->trace, "Compare trace dumps op by op (oracle run --dump-trace)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--markdown", o->markdown, "Write a Markdown report to this file");
+  add_numerics_option(sub, o->numerics, "--numerics",
+                      "The reference's profile: canonical (default) or ggml (as llama.cpp's CPU backend runs the file)");
   sub->add_option("--max-kld", o->t.max_kld, "Per-step KLD limit in nats")->capture_default_str();
   sub->add_option("--max-flips", o->t.max_flips, "Argmax disagreements beyond the tie bound allowed")
       ->capture_default_str();

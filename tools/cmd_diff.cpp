@@ -15,6 +15,7 @@
 #include "tools/device_backend.h"
 #include "tools/diff_support.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 
 namespace oracle::tools {
 
@@ -25,6 +26,7 @@ struct DiffOptions {
   std::string mode = "deterministic";
   int max_tokens = 16;  // greedy steps after the prefill, teacher-forced from the reference
   bool json = false;
+  std::string numerics = "canonical";  // --numerics: the device pipeline implements canonical only
 };
 
 // Fast mode's end-to-end guard (docs/cuda.md "Fast mode"): per step max
@@ -166,6 +168,8 @@ int run_diff(const DiffOptions& o) {
   const DevicePipeline* dev = require_backend(o.backend);
   require_input(dev != nullptr, o.backend, "--backend", "diff compares a device backend (cuda-emu or cuda) with the reference");
   parse_mode(o.mode);
+  require_input(numerics_arg(o.numerics) == num::NumericsProfile::Canonical, o.numerics, "--numerics",
+                "the device pipeline implements the canonical profile only (docs/numerics.md)");
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   const DiffRun r = run_both(*dev, lm, o);
   const TraceDiff d = compare_traces(r.want, r.got);
@@ -195,6 +199,7 @@ Command setup_diff(CLI::App& app) {
   sub->add_option("--max-tokens,-n", opts->max_tokens, "Greedy steps after the prefill (teacher-forced)")
       ->check(int_in<int>(0, 1 << 20));
   sub->add_flag("--json", opts->json, "Print one JSON object");
+  add_numerics_option(sub, opts->numerics, "--numerics", "canonical (the only profile of the device pipeline)");
   return {sub, [opts] { return run_diff(*opts); }};
 }
 

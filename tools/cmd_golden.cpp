@@ -35,6 +35,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 #include "tools/progress.h"
 #include "tools/shard.h"
 #include "distributed/tensor_parallel.h"
@@ -134,7 +135,15 @@ static std::string run_command(const json& r, const std::string& prefix) {
                 s.presence_penalty, s.penalty_window, (unsigned long long)s.seed);
   cmd += buf;
   for (const auto& stop : r["stop_strings"]) cmd += " --stop " + shell_quote(stop.get<std::string>());
+  if (r.value("numerics", std::string("canonical")) != "canonical") cmd += " --numerics " + r["numerics"].get<std::string>();
   return cmd + " --json";
+}
+
+// A record's numerics profile: "numerics" (absent: canonical, every record before the ggml profile).
+static num::NumericsProfile record_numerics(const json& r) {
+  const json& n = r.contains("numerics") ? r["numerics"] : json("canonical");
+  require_input(n.is_string(), "golden record", "numerics", "expected a string");
+  return numerics_arg(n.get<std::string>(), "numerics");
 }
 
 static GenerateOptions options_of(const json& r, int threads, int prefill_chunk) {
@@ -147,6 +156,7 @@ static GenerateOptions options_of(const json& r, int threads, int prefill_chunk)
   o.logprobs_top_n = 0;
   o.add_bos = r.value("add_bos", true);  // older records: always BOS, plain text
   o.parse_special = r.value("parse_special", false);
+  o.numerics = record_numerics(r);
   return o;
 }
 
@@ -156,6 +166,7 @@ struct GoldenTarget {
   std::string id, model, tokenizer;  // tokenizer "" = the model's own
   bool transcript_base = false;      // "model_base": "transcript"
   const GoldenModel* fixture = nullptr;  // the fixture entry (instruct set), if any
+  std::string numerics = "canonical";    // the records' profile ("numerics" written when not canonical)
 };
 
 // Chat records: the prompt must still be what the model's template renders.
@@ -179,6 +190,7 @@ static json make_record(const std::string& id, const GoldenTarget& gm, const Loa
             {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
             {"prompt", prompt}, {"max_tokens", max_tokens}, {"sampler", s}, {"stop_strings", stops}};
   if (gm.transcript_base) r["model_base"] = "transcript";
+  if (gm.numerics != "canonical") r["numerics"] = gm.numerics;
   return finish_record(r, lm);
 }
 
@@ -192,8 +204,10 @@ static json finish_record(json r, const LoadedModel& lm) {
   for (const GenerationStep& st : g.steps) hashes.push_back(st.logits_sha256);
   r["logits_sha256"] = hashes;
   const bool transcript_base = r.value("model_base", std::string()) == "transcript";
+  const std::string numerics = r.value("numerics", std::string("canonical"));
   r["command"] = transcript_base ? "oracle golden update DIR --force --model " + shell_word(r["model"].get<std::string>())
-                                 : "oracle golden update golden --force";
+                 : numerics != "canonical" ? "oracle golden update golden/" + numerics + " --force --numerics " + numerics
+                                           : "oracle golden update golden --force";
   r["run_command"] = run_command(r, transcript_base ? "" : "../shared/");
   return r;
 }
@@ -255,7 +269,7 @@ struct InstructPrompt {
 // A plain prompt and chat prompts rendered with the model's own template,
 // tokenized as the vocabulary says (BOS only with add_bos_token) with special
 // tokens parsed, as `oracle run` does.
-static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedModel& lm) {
+static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedModel& lm, const std::string& numerics) {
   const auto samplers = golden_samplers();
   const Vocab& v = lm.tokenizer.vocab();
   const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, "");
@@ -273,6 +287,7 @@ static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedMod
               {"model_sha256", lm.model.sha256}, {"tokenizer", gm.tokenizer}, {"tokenizer_sha256", lm.tokenizer_sha256},
               {"prompt", p.plain}, {"max_tokens", p.max_tokens}, {"sampler", s},
               {"stop_strings", std::vector<std::string>{}}, {"add_bos", v.add_bos}, {"parse_special", true}};
+    if (numerics != "canonical") r["numerics"] = numerics;
     if (!p.chat.empty()) {
       json messages = json::array();
       for (const ChatMessage& m : p.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
@@ -289,12 +304,22 @@ static std::vector<json> instruct_records(const GoldenModel& gm, const LoadedMod
 struct UpdateOptions {
   std::string dir, shared, model, tokenizer, id;  // model "": every fixture model
   bool force = false, json = false, quiet = false;
+  std::string numerics = "canonical";  // --numerics ggml: the profile's records (golden/ggml), fixtures below
 };
+
+// The fixtures the ggml profile's records cover: the quantized files, the F16 file
+// (activations rounded to F16) and SmolLM2 (Q4_1 with a Q8_0 embedding).
+static bool ggml_fixture(const GoldenModel& gm) {
+  const std::string id = gm.id;
+  return id == "stories260K-f16.gguf" || id == "llama2xs-q8_0.gguf" || id == "llama2xs-q4_0.gguf" || id == "smollm2";
+}
 
 static std::vector<GoldenTarget> update_targets(const UpdateOptions& o) {
   std::vector<GoldenTarget> out;
   if (o.model.empty()) {
-    for (const GoldenModel& gm : kModels) out.push_back({gm.id, gm.model, gm.tokenizer, false, &gm});
+    const bool ggml = numerics_arg(o.numerics) == num::NumericsProfile::Ggml;
+    for (const GoldenModel& gm : kModels)
+      if (!ggml || ggml_fixture(gm)) out.push_back({gm.id, gm.model, gm.tokenizer, false, &gm});
     return out;
   }
   require_input(fs::exists(o.model), o.model, "--model", "cannot open the model");
@@ -313,7 +338,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
   const LoadedModel lm = load(base, gm.model, gm.tokenizer, 1);
   if (gm.fixture && gm.fixture->instruct) {  // plain + chat prompts (instruct_records)
     std::string text;
-    const std::vector<json> records = instruct_records(*gm.fixture, lm);
+    const std::vector<json> records = instruct_records(*gm.fixture, lm, gm.numerics);
     for (const json& r : records) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     write_transcript_atomic(out.string(), text);
     *done += 16;
@@ -341,6 +366,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
 }
 
 static int run_update(const UpdateOptions& o) {
+  numerics_arg(o.numerics);  // a bad --numerics is refused before anything is generated
   const std::vector<GoldenTarget> targets = update_targets(o);
   for (const GoldenTarget& gm : targets) {
     const fs::path out = fs::path(o.dir) / (gm.id + ".jsonl");
@@ -353,7 +379,8 @@ static int run_update(const UpdateOptions& o) {
   Progress progress("golden update", (int64_t)targets.size() * 16, !o.quiet && !o.json);
   int done = 0;
   json written = json::array();
-  for (const GoldenTarget& gm : targets) {
+  for (GoldenTarget gm : targets) {
+    gm.numerics = o.numerics;
     const fs::path out = fs::path(o.dir) / (gm.id + ".jsonl");
     const int n = write_transcript(gm, gm.transcript_base ? fs::path(o.dir) : shared, out, progress, &done);
     written.push_back({{"file", out.string()}, {"records", n}});
@@ -473,6 +500,8 @@ static std::string check_record(const json& r, const LoadedModel& lm, const Veri
   if (lm.tokenizer_sha256 != r["tokenizer_sha256"]) return "tokenizer sha256 differs: " + lm.tokenizer_sha256;
   if (std::string chat = chat_mismatch(r, lm); !chat.empty()) return chat;
   if (const DevicePipeline* dev = require_backend(o.backend)) {
+    require_input(record_numerics(r) == num::NumericsProfile::Canonical, r["id"].get<std::string>(), "numerics",
+                  "a ggml-profile record: the device pipeline implements the canonical profile only");
     const DeviceMode mode = parse_mode(o.mode);
     if (is_fast(mode)) return fast_mismatch(*dev, r, lm, mode, skipped);
     return first_mismatch(r, dev->generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, 1, 0), mode));
@@ -683,6 +712,9 @@ Command setup_golden(CLI::App& app) {
   update->add_option("--tokenizer,-z", u->tokenizer, "Its tokenizer, when the model embeds none");
   update->add_option("--id", u->id, "Transcript name: DIR/<id>.jsonl (default: the model's file name)");
   update->add_option("--shared-dir", u->shared, "Fixtures folder (default as for verify)");
+  add_numerics_option(update, u->numerics, "--numerics",
+                      "Records of this profile: canonical (default) or ggml (the quantized fixtures, stories260K-f16 and "
+                      "SmolLM2; written to golden/ggml)");
   update->add_flag("--json", u->json, "Print one JSON object");
   update->add_flag("--quiet,-q", u->quiet, "No progress on stderr");
   return {sub, [verify, v, u] {

@@ -17,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
+#include "tools/numerics_arg.h"
 #include "tools/version.h"
 #include "tools/sampler_args.h"
 #include "tools/spec_args.h"
@@ -48,6 +49,7 @@ struct RunOptions {
   std::string chat_format;              // --chat-format NAME: overrides template detection
   bool no_parse_special = false;        // --no-parse-special: control-token texts stay text
   std::string dump_logits, dump_trace;  // safetensors dumps (audit/dumps.h)
+  std::string numerics = "canonical";   // --numerics (tools/numerics_arg.h)
 };
 
 // --dump-logits / --dump-trace: one teacher-forced forward over prompt + output
@@ -58,7 +60,7 @@ static void write_dumps(const LoadedModel& lm, const RunOptions& o, const Genera
                       kOracleVersion, r.prompt_ids};
   std::vector<TraceEntry> trace;
   const std::vector<float> logits =
-      teacher_forced_logits(lm.model, r.prompt_ids, r.output_ids, o.dump_trace.empty() ? nullptr : &trace);
+      teacher_forced_logits(lm.model, r.prompt_ids, r.output_ids, o.dump_trace.empty() ? nullptr : &trace, gen.numerics);
   if (!o.dump_logits.empty())
     write_safetensors(o.dump_logits, logits_dump(info, r.output_ids, logits, lm.model.config.vocab_size));
   if (!o.dump_trace.empty()) write_safetensors(o.dump_trace, trace_dump(info, r.output_ids, trace));
@@ -196,6 +198,7 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
     j["context_extension"] = {{"trained_context", lm.model.config.trained_context},
                               {"context", lm.model.config.seq_len}};
   j["threads"] = o.gen.threads;
+  j["numerics"] = std::string(num::numerics_profile_name(o.gen.numerics));
   j["kv"] = kv_json(o, r);
   const std::string detail = finish_detail(lm, o, r);
   if (detail == "context") j["finish_reason"] = j["stop_detail"] = "context";
@@ -218,6 +221,8 @@ static void refuse_on_device(const RunOptions& o) {
   refuse(!o.dump_logits.empty(), o.dump_logits, "--dump-logits", "dumps are the reference's teacher-forced logits");
   refuse(!o.dump_trace.empty(), o.dump_trace, "--dump-trace", "dumps are the reference's teacher-forced logits");
   refuse(o.model.threads != 1, std::to_string(o.model.threads), "--threads", "threads are the reference's");
+  refuse(o.gen.numerics != num::NumericsProfile::Canonical, o.numerics, "--numerics",
+         "the ggml profile runs on the reference only");
 }
 
 int run_run(RunOptions o) {
@@ -226,6 +231,7 @@ int run_run(RunOptions o) {
   o.gen.sampler = resolve_sampler(o.sampler);
   o.gen.sampler.banned_tokens = banned;
   parse_mode(o.mode);                                 // --mode bogus is refused for every backend
+  o.gen.numerics = numerics_arg(o.numerics);
   if (!o.log.empty()) check_output_path(o.log, "--log");  // before generating, not after
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   const ResolvedPrompt resolved = resolve_prompt(lm, o);
@@ -234,6 +240,8 @@ int run_run(RunOptions o) {
   check_prompt_fits(lm, o);
   const DevicePipeline* dev = require_backend(o.backend);
   if (dev) refuse_on_device(o);
+  require_input(o.gen.numerics == num::NumericsProfile::Canonical || !speculative_enabled(o.spec), o.numerics,
+                "--numerics", "speculative runs use the canonical profile");
   require_input(o.log.empty() || !speculative_enabled(o.spec), o.log, "log",
                 "speculative runs are not logged; drop --log or the speculative options");
   require_input((o.dump_logits.empty() && o.dump_trace.empty()) || !speculative_enabled(o.spec), "--dump-logits",
@@ -314,6 +322,7 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--chat-format", opts->chat_format, "Chat format when the template is not recognised (chatml, llama2, llama3, ...)");
   sub->add_flag("--no-parse-special", opts->no_parse_special, "Special-token texts in the prompt stay plain text");
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: the whole loop and sampler chain)");
+  add_numerics_option(sub, opts->numerics);
   sub->add_option("--mode", opts->mode, "Device backends: deterministic, fast, fast-tf32 or fast-bf16");
   // Hidden (documented in docs/cli.md): the determinism matrix's chunked prefill.
   sub->add_option("--prefill-chunk", opts->gen.prefill_chunk, "Prefill in chunks of N tokens (0: one pass)")

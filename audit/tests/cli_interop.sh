@@ -104,6 +104,32 @@ case $CASE in
     need_fixture "$PRINTOUT"
     check_q4_0_against "$BASE"
     ;;
+  kld_ggml)  # --candidate-numerics ggml (llama.cpp's CPU arithmetic) against llama.cpp's own printouts of the
+             # same files and corpus: within 2 of its standard errors where the canonical candidate is not
+    for q in q8_0 q4_0; do
+      PRINTOUT="$G/llamacpp_kld_llama2xs-${q}_on_llama2xs-samples.txt"
+      need_fixture "$PRINTOUT"
+      run_capture "$ORACLE" certify --reference "$REF" --candidate "$G/llama2xs-$q.gguf" --corpus "$CORPUS" \
+        --protocol llamacpp --ctx 128 --threads 2 --greedy-prompts 0 --candidate-numerics ggml --no-progress --no-png \
+        --out "$WORK/$q"
+      [ "$RC" -le 1 ] || fail "$q: exit $RC $(cat "$WORK/err")"
+      C="$WORK/$q/certificate.json"
+      jq -e '.candidate.numerics == "ggml"' "$C" >/dev/null || fail "$q: certificate does not state the profile"
+      within "$q mean KLD" "$(jq .statistics.kld.mean "$C")" "$(printed 'Mean    KLD')" "$(printed_unc 'Mean    KLD')"
+      within "$q PPL ratio" "$(jq .statistics.perplexity.ratio.mean "$C")" "$(printed 'Mean PPL(Q)/PPL(base)')" \
+        "$(printed_unc 'Mean PPL(Q)/PPL(base)')"
+      within "$q same top %" "$(jq '100 * .statistics.same_top.mean' "$C")" "$(printed 'Same top p')" "$(printed_unc 'Same top p')"
+      within "$q RMS dp %" "$(jq '100 * .statistics.delta_p_next.rms.mean' "$C")" "$(printed 'RMS Δp')" "$(printed_unc 'RMS Δp')"
+    done
+    # The canonical Q8_0 candidate (weights only) is far outside llama.cpp's figure: the profile is what closes it.
+    PRINTOUT="$G/llamacpp_kld_llama2xs-q8_0_on_llama2xs-samples.txt"
+    run_capture "$ORACLE" certify --reference "$REF" --candidate "$G/llama2xs-q8_0.gguf" --corpus "$CORPUS" --protocol llamacpp \
+      --ctx 128 --threads 2 --greedy-prompts 0 --no-progress --no-png --out "$WORK/canon"
+    [ "$RC" -le 1 ] || fail "canonical: exit $RC $(cat "$WORK/err")"
+    awk -v o="$(jq .statistics.kld.mean "$WORK/canon/certificate.json")" -v t="$(printed 'Mean    KLD')" \
+      -v u="$(printed_unc 'Mean    KLD')" 'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d > 5 * u) }' ||
+      fail "canonical Q8_0 unexpectedly within 5 sigma of llama.cpp's"
+    ;;
   kld_written_peer_fixture)  # llama-perplexity read the file we write (committed printout, no peer needed):
                              # our writer still writes that file byte for byte, and reads it as llama.cpp did
     PRINTOUT="$HERE/data/llamacpp_perplexity_q4_0_vs_oracle_kld.txt"
@@ -117,9 +143,13 @@ case $CASE in
   kld_candidate)  # our own base as the candidate against the reference: only the format's quantization remains
     "$ORACLE" certify --write-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" --protocol llamacpp \
       --max-chunks 8 >/dev/null || fail write
+    # no --protocol: a KLD base file implies llamacpp
     run_capture "$ORACLE" certify --candidate-kld-base "$WORK/ours.kld" --reference "$REF" --corpus "$CORPUS" \
-      --protocol llamacpp --max-chunks 8 --no-progress --out "$WORK/cert"
+      --max-chunks 8 --no-progress --out "$WORK/cert"
     [ "$RC" -eq 0 ] || fail "exit $RC $(cat "$WORK/out" "$WORK/err")"
+    jq -e '.protocol.name == "llamacpp"' "$WORK/cert/certificate.json" >/dev/null || fail "protocol not llamacpp"
+    run_capture "$ORACLE" certify --candidate-kld-base "$WORK/ours.kld" --reference "$REF" --protocol full --max-chunks 8
+    [ "$RC" -eq 2 ] && grep -q -- "--protocol" "$WORK/err" || fail "--protocol full with a base file: exit $RC $(cat "$WORK/err")"
     # uint16 levels of at most 16/65535 nats: KL of the rounding ~ Var(err)/2 <= (2.4e-4)^2/24 per token, << 1e-7
     jq -e '.statistics.kld.mean < 1e-7 and .statistics.same_top.mean == 1' "$WORK/cert/certificate.json" >/dev/null ||
       fail "$(jq -c '.statistics.kld.mean, .statistics.same_top' "$WORK/cert/certificate.json")"
@@ -161,6 +191,26 @@ case $CASE in
     theirs=$(grep -F "Mean PPL(base)" "$WORK/ppl.txt" | sed 's/.*: *//' | awk '{print $1}')
     awk -v o="$ours" -v t="$theirs" 'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 5e-7) }' ||
       fail "llama.cpp read PPL(base) $theirs from our file, we read $ours"
+    ;;
+  peer_ggml)  # llama.cpp's own logits of the quantized files (its base file of Q, written by the peer): the
+              # ggml-profile candidate at least 10x closer to them than the canonical one (docs/certify.md)
+    P=$(peer_bin || true)
+    if [ -z "$P" ]; then echo "SKIP: no llama-perplexity (set ORACLE_PEER_BIN or PEER_DIR; scripts/build_peer.sh)"; exit 77; fi
+    export LD_LIBRARY_PATH="$(dirname "$P")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    for q in q8_0 q4_0; do
+      "$P" -m "$G/llama2xs-$q.gguf" -f "$CORPUS" -c 128 -b 128 -t 2 --kl-divergence-base "$WORK/$q.kld" >"$WORK/$q.txt" 2>&1 ||
+        fail "llama-perplexity: $(tail -3 "$WORK/$q.txt")"
+      want=$(awk '$1 == "kld_sha256" {print $2}' "$HERE/data/llamacpp_0c1e570_llama2xs-${q}_base.txt")
+      [ "$(sha256sum "$WORK/$q.kld" | cut -d' ' -f1)" = "$want" ] || echo "note: $q base differs from the committed run's"
+      for n in canonical ggml; do
+        run_capture "$ORACLE" certify --reference-kld-base "$WORK/$q.kld" --candidate "$G/llama2xs-$q.gguf" --threads 2 \
+          --candidate-numerics $n --no-progress --no-png --out "$WORK/$q-$n"
+        [ "$RC" -le 1 ] || fail "certify $q $n: exit $RC $(cat "$WORK/err")"
+      done
+      c=$(jq .statistics.kld.mean "$WORK/$q-canonical/certificate.json") g=$(jq .statistics.kld.mean "$WORK/$q-ggml/certificate.json")
+      awk -v c="$c" -v g="$g" 'BEGIN { exit !(g * 10 <= c) }' || fail "$q: ggml $g is not 10x below canonical $c"
+      echo "ok: $q against llama.cpp's own logits: canonical $c, ggml $g"
+    done
     ;;
   replay_llamacpp)  # repeat_penalty 1.5 greedy run: PLAUSIBLE; the same tokens claimed without penalty: DIVERGED at
                     # the first token that is not the raw argmax; dry on / unknown field: ERROR naming it

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "audit/certify.h"
+#include "audit/certify_figures.h"
 #include "audit/certify_report.h"
 #include "audit/certify_stats.h"
 #include "reference/base/errors.h"
@@ -308,4 +309,52 @@ TEST_CASE("every SVG label is escaped by the one escaper (text and attribute saf
     for (size_t p = s.find(want); p != std::string::npos; p = s.find(want, p + 1)) n++;
     CHECK(n == 3);  // title, x label, y label
   }
+}
+
+// ---- chunks: perplexity.cpp's rule -------------------------------------------------------------
+// perplexity.cpp tokenizes with add_special and then, per chunk, `if (add_bos && j == 0)
+// tokens[batch_start] = bos`: a vocabulary without add_bos (SmolLM2, Qwen2) runs the
+// corpus tokens unchanged.
+TEST_CASE("make_certify_chunks: BOS replaces the first token only when the vocabulary adds BOS") {
+  std::vector<int> ids(300);
+  for (int i = 0; i < 300; i++) ids[i] = 10 + i;
+  CertifyOptions o;
+  o.protocol = Protocol::LlamaCpp;
+  o.ctx = 128;
+  const std::vector<CertifyChunk> with = make_certify_chunks(ids, 1, true, o);
+  const std::vector<CertifyChunk> without = make_certify_chunks(ids, 1, false, o);
+  REQUIRE(with.size() == 2);  // ⌊300 / 128⌋
+  REQUIRE(without.size() == 2);
+  for (int c = 0; c < 2; c++) {
+    REQUIRE(with[c].tokens.size() == 128u);
+    CHECK(with[c].tokens[0] == 1);
+    CHECK(without[c].tokens[0] == 10 + 128 * c);
+    CHECK(with[c].first_scored == 64);
+    for (int j = 1; j < 128; j++) CHECK(with[c].tokens[j] == 10 + 128 * c + j);
+    CHECK(without[c].tokens == std::vector<int>(ids.begin() + 128 * c, ids.begin() + 128 * (c + 1)));
+  }
+  o.protocol = Protocol::Full;  // ours: [BOS] + 127 corpus tokens, every prediction scored
+  const std::vector<CertifyChunk> full = make_certify_chunks(ids, 1, false, o);
+  REQUIRE(full.size() == 2);  // ⌊300 / 127⌋
+  CHECK(full[1].tokens[0] == 1);
+  CHECK(full[1].tokens[1] == 10 + 127);
+  CHECK(full[1].first_scored == 0);
+}
+
+TEST_CASE("certificate Markdown and summary figure print small statistics with significant digits") {
+  std::vector<TokenRecord> recs(4);
+  for (int i = 0; i < 4; i++) recs[i].pos = i, recs[i].kld = 3.4e-7 * (i + 1);  // mean 8.5e-07
+  CertifyResult r;
+  r.protocol = Protocol::LlamaCpp;
+  r.ctx = 4;
+  r.chunks = 1;
+  r.records = recs;
+  r.summary = summarize(recs);
+  CertificateInfo info{"ref.gguf", "aa", "cand.gguf", "bb", "corpus.txt", "cc", "0.1.0", "F32", false};
+  auto checks = check_thresholds(r, default_thresholds("F32"));
+  const std::string md = certificate_markdown(r, info, checks);
+  CHECK_THAT(md, Contains("| mean KLD | 8.5e-07 ± "));
+  CHECK_THAT(md, Contains("| kld_mean | ≤ 1e-06 | 8.5e-07 | PASS |"));
+  CHECK_THAT(md, !Contains("| mean KLD | 0.000000"));
+  CHECK_THAT(svg_certificate_summary(r, info, checks), Contains("mean KLD 8.5e-07 ± "));
 }

@@ -20,6 +20,7 @@
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
 #include "reference/compute/qmatmul.h"
+#include "reference/compute/qmatmul_ggml.h"
 #include "reference/model/quant.h"
 #include "reference/model/quantize_rows.h"
 #include "reference/compute/rope_table.h"
@@ -64,7 +65,28 @@ struct Ctx {
   const TensorSplit* split;         // null: one rank
   std::vector<SliceLayout> layouts;  // (ranks) every rank's slices, in rank order
   SliceLayout sl;                    // this rank's
+  num::NumericsProfile numerics = num::NumericsProfile::Canonical;
 };
+
+bool ggml(const Ctx& cx) { return cx.numerics == num::NumericsProfile::Ggml; }
+
+// ---- the ops whose order the numerics profile chooses (docs/numerics.md) ----
+// out (T, N) = w (N, K) · x (T, K)
+void mm(const Ctx& cx, float* out, const float* x, const WeightMatrix& w, int T, int K, int N) {
+  if (ggml(cx)) ops::matmul_ggml(out, x, w, T, K, N, cx.pool);
+  else ops::matmul(out, x, w, T, K, N, cx.pool);
+}
+void mm_jobs(const Ctx& cx, std::span<const ops::MatmulJob> jobs, const float* x, int T, int K) {
+  if (ggml(cx)) ops::matmul_jobs_ggml(jobs, x, T, K, cx.pool);
+  else ops::matmul_jobs(jobs, x, T, K, cx.pool);
+}
+// out, x (T, n) rows normed by w (n)
+void norm_rows(const Ctx& cx, float* out, const float* x, const float* w, int T, int n) {
+  for (int r = 0; r < T; r++) {
+    if (ggml(cx)) ops::rmsnorm_ggml(&out[(size_t)r * n], &x[(size_t)r * n], w, n, cx.c.norm_eps);
+    else ops::rmsnorm(&out[(size_t)r * n], &x[(size_t)r * n], w, n, cx.c.norm_eps);
+  }
+}
 
 int n_ranks(const Ctx& cx) { return cx.split ? cx.split->ranks : 1; }
 
@@ -141,9 +163,11 @@ void embed(const Ctx& cx, RunState& st) {
 void rope_rows(const Ctx& cx, RunState& st) {
   int half = cx.c.head_dim / 2;
   const bool consecutive = fault::active(fault::Fault::BATCH_ROPE_CONSECUTIVE);  // FAULT: rows[0].pos + r
-  for (int r = 0; r < st.n; r++)  // plain or scaled table (rope_table.h)
-    rope_table_row(cx.c, consecutive ? cx.rows[0].pos + r : cx.rows[r].pos, &st.rope_cos[(size_t)r * half],
-                   &st.rope_sin[(size_t)r * half]);
+  for (int r = 0; r < st.n; r++) {  // plain or scaled table (rope_table.h); the ggml profile's own
+    const int pos = consecutive ? cx.rows[0].pos + r : cx.rows[r].pos;
+    if (ggml(cx)) rope_table_row_ggml(cx.c, pos, &st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half]);
+    else rope_table_row(cx.c, pos, &st.rope_cos[(size_t)r * half], &st.rope_sin[(size_t)r * half]);
+  }
 }
 
 // qkv_bias models: y[r] += b after the projection (one add_rn per element).
@@ -167,6 +191,10 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
     if (cx.kv.options().int8) {  // int8 KV-cache mode: store what an I8_ROW cache would hold
       int8_row_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
       int8_row_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
+    }
+    if (ggml(cx)) {  // ggml profile: llama.cpp's default F16 K and V cache
+      ops::fp16_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
+      ops::fp16_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
     }
     st.kv_at[r] = total;
     total += 2L * (row.pos + 1);
@@ -197,7 +225,7 @@ void attend(const Ctx& cx, RunState& st) {
       ops::KvRows rows{p, p + n_pos, ((q0 + h) / group - kv0) * c.head_dim};
       float* out = &st.att_local[(size_t)r * q_dim + (size_t)h * c.head_dim];
       ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
-                     c.head_dim, o_chunk.data());
+                     c.head_dim, o_chunk.data(), ggml(cx));
     }
   });
 }
@@ -207,13 +235,12 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
   const LayerWeights& w = cx.model.weights.layers[l];
   const SliceLayout& s = cx.sl;
   int q_dim = s.q_rows.size(), kv_dim = s.kv_rows.size(), half = c.head_dim / 2;  // this rank's heads
-  for (int r = 0; r < st.n; r++)
-    ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.attn_norm, c.dim, c.norm_eps);
+  norm_rows(cx, st.xb.data(), st.x.data(), w.attn_norm, st.n, c.dim);
   emit(cx, "blk.%d.attn_norm", l, st.xb, c.dim);
   const ops::MatmulJob qkv[] = {{st.q.data(), rows_of(w.wq, c.dim, s.q_rows), q_dim},
                                  {st.k.data(), rows_of(w.wk, c.dim, s.kv_rows), kv_dim},
                                  {st.v.data(), rows_of(w.wv, c.dim, s.kv_rows), kv_dim}};
-  ops::matmul_jobs(qkv, st.xb.data(), st.n, c.dim, cx.pool);
+  mm_jobs(cx, qkv, st.xb.data(), st.n, c.dim);
   add_bias_rows(st.q.data(), w.bq ? w.bq + s.q_rows.begin : nullptr, st.n, q_dim);
   add_bias_rows(st.k.data(), w.bk ? w.bk + s.kv_rows.begin : nullptr, st.n, kv_dim);
   add_bias_rows(st.v.data(), w.bv ? w.bv + s.kv_rows.begin : nullptr, st.n, kv_dim);
@@ -230,8 +257,7 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
   const int q_all = c.n_heads * c.head_dim;
   gather_cols(cx, &SliceLayout::q_rows, st.att_local, st.n, q_all, st.att);
   emit(cx, "blk.%d.attn_out", l, st.att, q_all);
-  ops::matmul(st.proj_local.data(), st.att.data(), rows_of(w.wo, q_all, s.dim_rows), st.n, q_all,
-              s.dim_rows.size(), cx.pool);
+  mm(cx, st.proj_local.data(), st.att.data(), rows_of(w.wo, q_all, s.dim_rows), st.n, q_all, s.dim_rows.size());
   gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.attn_proj", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
@@ -243,20 +269,19 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
 void ffn_block(const Ctx& cx, int l, RunState& st) {
   const Config& c = cx.c;
   const LayerWeights& w = cx.model.weights.layers[l];
-  for (int r = 0; r < st.n; r++)
-    ops::rmsnorm(&st.xb[(size_t)r * c.dim], &st.x[(size_t)r * c.dim], w.ffn_norm, c.dim, c.norm_eps);
+  norm_rows(cx, st.xb.data(), st.x.data(), w.ffn_norm, st.n, c.dim);
   emit(cx, "blk.%d.ffn_norm", l, st.xb, c.dim);
   const RowRange hid = cx.sl.hidden_rows;  // this rank's rows of w_gate / w_up
   const ops::MatmulJob gate_up[] = {{st.gate.data(), rows_of(w.w_gate, c.dim, hid), hid.size()},
                                      {st.up.data(), rows_of(w.w_up, c.dim, hid), hid.size()}};
-  ops::matmul_jobs(gate_up, st.xb.data(), st.n, c.dim, cx.pool);
+  mm_jobs(cx, gate_up, st.xb.data(), st.n, c.dim);
   emit(cx, "blk.%d.ffn_gate", l, st.gate, hid.size());  // (traced with one rank only)
   emit(cx, "blk.%d.ffn_up", l, st.up, hid.size());
   ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * hid.size());
   gather_cols(cx, &SliceLayout::hidden_rows, st.gate, st.n, c.hidden_dim, st.act);
   emit(cx, "blk.%d.ffn_act", l, st.act, c.hidden_dim);
-  ops::matmul(st.proj_local.data(), st.act.data(), rows_of(w.w_down, c.hidden_dim, cx.sl.dim_rows), st.n,
-              c.hidden_dim, cx.sl.dim_rows.size(), cx.pool);
+  mm(cx, st.proj_local.data(), st.act.data(), rows_of(w.w_down, c.hidden_dim, cx.sl.dim_rows), st.n, c.hidden_dim,
+     cx.sl.dim_rows.size());
   gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.ffn_out", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
@@ -284,13 +309,11 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   const Config& c = cx.c;
   int n_out = st.n - first;
   std::vector<float> xn((size_t)n_out * c.dim);  // (n_out, dim)
-  for (int r = 0; r < n_out; r++)
-    ops::rmsnorm(&xn[(size_t)r * c.dim], &st.x[(size_t)(first + r) * c.dim], cx.model.weights.final_norm,
-                 c.dim, c.norm_eps);
+  norm_rows(cx, xn.data(), &st.x[(size_t)first * c.dim], cx.model.weights.final_norm, n_out, c.dim);
   const RowRange vr = cx.sl.vocab_rows;  // this rank's rows of the classifier
   std::vector<float> local((size_t)n_out * vr.size());      // (n_out, local vocab_size)
   const WeightMatrix cls = rows_of(cx.model.weights.classifier, c.dim, vr);
-  ops::matmul(local.data(), xn.data(), cls, n_out, c.dim, vr.size(), cx.pool);
+  mm(cx, local.data(), xn.data(), cls, n_out, c.dim, vr.size());
   if (fault::active(fault::Fault::TP_RANK_SUM_ORDER) && n_ranks(cx) > 1 && cx.split->rank == n_ranks(cx) - 1)
     sequential_rows(local.data(), xn.data(), cls, n_out, c.dim, vr.size());  // FAULT: one rank sums left to right
   std::vector<float> logits((size_t)n_out * c.vocab_size);  // (n_out, vocab_size)
@@ -368,12 +391,12 @@ void check_split(Ctx& cx) {
 std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,
                             bool all_logits, const ForwardOptions& opt) {
   require_input(!rows.empty(), "forward", "tokens", "no tokens to run");
-  require_input(opt.numerics == num::NumericsProfile::Canonical, "forward", "numerics",
-                "the ggml numerics profile is not implemented in this build");
   std::unique_ptr<ThreadPool> own_pool;
   ThreadPool* pool = opt.pool;
   if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();
-  Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows), opt.split, {}, {}};
+  Ctx cx{model, model.config, kv, pool, opt.trace, std::move(rows), opt.split, {}, {}, opt.numerics};
+  require_input(!(ggml(cx) && kv.options().int8), "forward", "numerics",
+                "the ggml profile keeps llama.cpp's F16 KV cache: not with the int8 KV-cache mode");
   check_split(cx);
   admit_activations(cx, all_logits);
   validate_and_append(cx);

@@ -198,12 +198,14 @@ void rope_apply(float* v, int n_heads, int head_dim, const float* cos_row, const
 
 // ---- attention -------------------------------------------------------------------
 void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
-                     float* s, float* o) {
+                     float* s, float* o, bool ggml_scales) {
   float score[kAttnChunk];  // (j1 - j0)
   float scale = num::sqrt_rn((float)head_dim);
+  const float kq_scale = div_rn(1.0f, scale);  // ggml: kq_scale = 1.0f / sqrtf(hd), multiplied
   float mc = -num::inf_f32();
   for (int j = j0; j < j1; j++) {
-    score[j - j0] = div_rn(dot(q, kv.keys[j] + kv.offset, head_dim), scale);
+    const float qk = dot(q, kv.keys[j] + kv.offset, head_dim);
+    score[j - j0] = ggml_scales ? mul_rn(qk, kq_scale) : div_rn(qk, scale);
     if (score[j - j0] > mc) mc = score[j - j0];
   }
   if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
@@ -220,12 +222,12 @@ void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_
 }
 
 void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head_dim,
-               float* o_chunk) {
+               float* o_chunk, bool ggml_scales) {
   float M = 0.0f, Lsum = 0.0f;  // running max and sum; out holds the running O
   for (int j0 = 0; j0 < n_pos; j0 += kAttnChunk) {
     int j1 = std::min(n_pos, j0 + kAttnChunk);
     float mc, sc;
-    attention_chunk(q, kv, j0, j1, head_dim, &mc, &sc, j0 == 0 ? out : o_chunk);
+    attention_chunk(q, kv, j0, j1, head_dim, &mc, &sc, j0 == 0 ? out : o_chunk, ggml_scales);
     if (j0 == 0) {
       M = mc;
       Lsum = sc;
@@ -237,7 +239,8 @@ void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head
     for (int d = 0; d < head_dim; d++) out[d] = add_rn(mul_rn(out[d], a), mul_rn(o_chunk[d], b));
     M = Mn;
   }
-  for (int d = 0; d < head_dim; d++) out[d] = div_rn(out[d], Lsum);
+  const float l_inv = div_rn(1.0f, Lsum);  // ggml: S_inv = 1.0f / S, then V *= S_inv
+  for (int d = 0; d < head_dim; d++) out[d] = ggml_scales ? mul_rn(out[d], l_inv) : div_rn(out[d], Lsum);
 }
 
 }  // namespace oracle::ops

@@ -63,11 +63,14 @@ struct KvRows {
 
 // Partials of one chunk [j0, j1), j1 - j0 <= kAttnChunk: max m, sum s,
 // o (head_dim) = sum e_j * v_j.
+// ggml_scales (the ggml profile, docs/numerics.md §5.2): scores are q·k times
+// 1/sqrt(hd) and the output O times 1/L, as ggml's flash attention scales them,
+// instead of the canonical divisions.
 void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
-                     float* s, float* o);
+                     float* s, float* o, bool ggml_scales = false);
 // out (head_dim) = causal attention of q (head_dim) over positions 0..n_pos-1,
 // chunked and merged in increasing chunk order. o_chunk: scratch (head_dim).
 void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head_dim,
-               float* o_chunk);
+               float* o_chunk, bool ggml_scales = false);
 
 }  // namespace oracle::ops

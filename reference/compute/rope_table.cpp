@@ -72,4 +72,18 @@ void rope_table_row(const Config& c, int pos, float* cos_row, float* sin_row) {
   for (int i = 0; i < half; i++) scaled_pair(c, cd, log_theta, pos, i, &cos_row[i], &sin_row[i]);
 }
 
+void rope_table_row_ggml(const Config& c, int pos, float* cos_row, float* sin_row) {
+  if (!c.rope.plain()) return rope_table_row(c, pos, cos_row, sin_row);
+  const float exponent = num::div_rn(-2.0f, (float)c.head_dim);  // -2.0f / n_dims
+  const float theta_scale = (float)num::exp_d((double)exponent * num::log_d((double)c.rope_theta));  // powf
+  float angle = (float)pos;
+  for (int i = 0; i < c.head_dim / 2; i++) {
+    double s, co;
+    num::sincos_d((double)angle, &s, &co);  // cosf / sinf of the float32 angle
+    cos_row[i] = (float)co;
+    sin_row[i] = (float)s;
+    angle = num::mul_rn(angle, theta_scale);
+  }
+}
+
 }  // namespace oracle

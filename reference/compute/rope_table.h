@@ -23,4 +23,11 @@ YarnCorrDims yarn_corr_dims(int head_dim, int original_context, double theta, do
 // cos_row, sin_row: (head_dim / 2) — row `pos` of the table of config `c`.
 void rope_table_row(const Config& c, int pos, float* cos_row, float* sin_row);
 
+// The ggml numerics profile's row (docs/numerics.md §5.2): plain RoPE as
+// ggml_rope_cache_init computes it — theta_scale = powf(theta, -2.0f / hd),
+// angle_0 = (float)pos, angle_{i+1} = angle_i · theta_scale (float32 products
+// in increasing i), cos/sin of each float32 angle rounded once to float32 —
+// with our own pow/sincos (float64, rounded once). Scaled RoPE: rope_table_row.
+void rope_table_row_ggml(const Config& c, int pos, float* cos_row, float* sin_row);
+
 }  // namespace oracle

@@ -151,6 +151,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   fo.threads = options.threads;
   fo.pool = &pool;
   fo.split = options.split;
+  fo.numerics = options.numerics;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
   const auto t1 = std::chrono::steady_clock::now();
@@ -189,6 +190,7 @@ class ReferenceBatchEngine : public BatchEngine {
       : model_(model), kv_(model.config, batch_kv(options)), pool_(std::max(1, options.empty() ? 1 : options[0].threads)) {
     fo_.threads = pool_.size();
     fo_.pool = &pool_;
+    if (!options.empty()) fo_.numerics = options[0].numerics;
     for (const GenerateOptions& o : options) chains_.push_back(build_chain(o.sampler));
   }
   int attach_prefix(int seq, std::span<const int> prompt) override { return kv_.attach_prefix(seq, prompt); }

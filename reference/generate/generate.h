@@ -18,6 +18,7 @@
 #include "reference/model/model.h"
 #include "reference/compute/kv_cache.h"
 #include "reference/compute/tensor_split.h"
+#include "numerics/profile.h"
 #include "reference/sampling/sampler.h"
 #include "reference/tokenizer/tokenizer.h"
 
@@ -38,6 +39,7 @@ struct GenerateOptions {
   int logprobs_top_n = 5;                  // alternatives kept per step (raw and processed)
   KvCacheOptions kv;                       // contiguous (default) or paged; changes no bit
   const TensorSplit* split = nullptr;      // tensor parallelism (generate() only; forward.h): changes no bit
+  num::NumericsProfile numerics = num::NumericsProfile::Canonical;  // ForwardOptions::numerics (batches: request 0's)
   std::function<void(const std::string&)> on_text;  // streamed text, in order
 };
 

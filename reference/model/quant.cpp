@@ -2,6 +2,7 @@
 // Each value is computed with the same float32 operations in the same order as
 // ggml's reference C code, with no fused multiply-add (-ffp-contract=off).
 #include "reference/model/quant.h"
+#include "reference/model/quant_bits.h"
 
 #include <cstring>
 
@@ -63,12 +64,11 @@ int64_t dtype_row_bytes(DType t, int64_t n) {
 // ---- 32-element blocks -----------------------------------------------------------------
 namespace {
 
-template <class Block>
-Block load_block(const uint8_t* src, int64_t i) {
-  Block b;
-  std::memcpy(&b, src + i * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
-  return b;
-}
+using qbits::q5_values;
+using qbits::q3_k_scales;
+using qbits::scale_min_k4;
+
+using qbits::load_block;
 
 void dequant_q4_0(const uint8_t* src, int64_t nb, float* y) {
   for (int64_t i = 0; i < nb; i++, y += QK4_0) {
@@ -89,16 +89,6 @@ void dequant_q4_1(const uint8_t* src, int64_t nb, float* y) {
       y[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
       y[j + QK4_0 / 2] = static_cast<float>(b.qs[j] >> 4) * d + m;
     }
-  }
-}
-
-// The 5th bit of element j lives in bit j of qh (little-endian u32).
-void q5_values(const uint8_t* qs, const uint8_t* qh4, int* q) {
-  uint32_t qh;
-  std::memcpy(&qh, qh4, 4);
-  for (int j = 0; j < QK4_0 / 2; j++) {
-    q[j] = (qs[j] & 0x0F) | static_cast<int>(((qh >> j) << 4) & 0x10);
-    q[j + QK4_0 / 2] = (qs[j] >> 4) | static_cast<int>((qh >> (j + 12)) & 0x10);
   }
 }
 
@@ -159,15 +149,6 @@ void dequant_q2_k(const uint8_t* src, int64_t nb, float* y) {
   }
 }
 
-// Unpacks Q3_K's 16 six-bit scales (low 4 bits in bytes 0..7, high 2 bits in 8..11).
-void q3_k_scales(const uint8_t* packed, int* scales) {
-  for (int j = 0; j < 16; j++) {
-    int low = (j < 8) ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
-    int high = (packed[8 + (j % 4)] >> (2 * (j / 4))) & 3;
-    scales[j] = (low | (high << 4)) - 32;
-  }
-}
-
 void dequant_q3_k(const uint8_t* src, int64_t nb, float* y) {
   for (int64_t i = 0; i < nb; i++) {
     BlockQ3_K b = load_block<BlockQ3_K>(src, i);
@@ -188,17 +169,6 @@ void dequant_q3_k(const uint8_t* src, int64_t nb, float* y) {
         }
       }
     }
-  }
-}
-
-// Q4_K/Q5_K: 8 six-bit (scale, min) pairs packed in 12 bytes (ggml get_scale_min_k4).
-void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every fenced ```sh block of a Markdown file (README.md, docs/cli.md) as
+# Runs every fenced ```sh block (and ```python block, under python3) of a Markdown file (README.md, docs/cli.md) as
 # a user would type it: in a scratch copy of the repository layout (the
 # sources linked in, build/bin/oracle and `oracle` on PATH being the binary
-# under test, ../shared beside it), each block under bash -e -o pipefail,
+# under test, build/python its build's Python package, ../shared beside it), each block under bash -e -o pipefail,
 # exit 0 expected. A block preceded by `<!-- docs-examples: skip REASON -->`
 # is skipped (the reason is printed); `<!-- docs-examples: exit N -->` expects N.
 # Usage: docs_examples.sh ORACLE SHARED SOURCE_DIR FILE.md
@@ -14,6 +14,8 @@ mkdir -p "$WORK/repo/build/bin" "$WORK/bin"
 ln -s "$ORACLE" "$WORK/repo/build/bin/oracle"
 ln -s "$ORACLE" "$WORK/bin/oracle"
 ln -s "$SHARED" "$WORK/shared"
+# The build tree's Python package (build/python/llm_oracle), when the build has one.
+[ -d "$(dirname "$ORACLE")/../python/llm_oracle" ] && ln -s "$(realpath "$(dirname "$ORACLE")/../python")" "$WORK/repo/build/python"
 for f in "$SRC"/*; do
   name=$(basename "$f")
   [ "$name" = build ] || [[ "$name" == build-* ]] || ln -s "$f" "$WORK/repo/$name"
@@ -28,12 +30,13 @@ while i < len(lines):
     m = re.match(r"\s*<!-- docs-examples: (skip|exit) (.*?) -->", lines[i])
     if m:
         note = m.group(1) + " " + m.group(2)
-    elif lines[i].strip() == "```sh":
+    elif lines[i].strip() in ("```sh", "```python"):
+        ext = "py" if lines[i].strip() == "```python" else "sh"
         j = i + 1
         while lines[j].strip() != "```":
             j += 1
         n += 1
-        with open(f"{out}/{n:03d}.sh", "w") as f:
+        with open(f"{out}/{n:03d}.{ext}", "w") as f:
             f.write("\n".join(lines[i + 1:j]) + "\n")
         with open(f"{out}/{n:03d}.meta", "w") as f:
             f.write(f"{i + 1}\n{note}\n")
@@ -43,14 +46,15 @@ while i < len(lines):
     i += 1
 PY
 ran=0 skipped=0
-for b in "$WORK"/blocks/*.sh; do
-  line=$(sed -n 1p "${b%.sh}.meta"); note=$(sed -n 2p "${b%.sh}.meta")
+for b in $(find "$WORK/blocks" -name '*.sh' -o -name '*.py' | sort); do  # document order
+  run=(bash -e -o pipefail); [[ $b == *.py ]] && run=(python3)
+  line=$(sed -n 1p "${b%.*}.meta"); note=$(sed -n 2p "${b%.*}.meta")
   case $note in
     skip*) echo "SKIP $DOC:$line: ${note#skip }"; skipped=$((skipped + 1)); continue ;;
   esac
   want=0; [[ $note == exit* ]] && want=${note#exit }
   set +e
-  (cd "$WORK/repo" && timeout 300 bash -e -o pipefail "$b") >"$WORK/out" 2>&1
+  (cd "$WORK/repo" && timeout 300 "${run[@]}" "$b") >"$WORK/out" 2>&1
   rc=$?
   set -e
   if [ "$rc" -ne "$want" ]; then
@@ -59,5 +63,5 @@ for b in "$WORK"/blocks/*.sh; do
   fi
   echo "ok   $DOC:$line"; ran=$((ran + 1))
 done
-[ "$ran" -gt 0 ] || { echo "FAIL: no runnable sh block in $DOC"; exit 1; }
+[ "$ran" -gt 0 ] || { echo "FAIL: no runnable sh or python block in $DOC"; exit 1; }
 echo "docs examples: $ran blocks ran, $skipped skipped in $DOC"

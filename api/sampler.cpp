@@ -8,27 +8,30 @@ namespace llm_oracle {
 
 namespace detail {
 
+namespace {
+// The fields both structs spell alike (the preset enum is converted by the callers).
+template <class From, class To>
+void copy_fields(const From& f, To& t) {
+  t.order = f.order;
+  t.temperature = f.temperature, t.top_k = f.top_k, t.top_p = f.top_p, t.min_p = f.min_p;
+  t.min_keep = f.min_keep;
+  t.repetition_penalty = f.repetition_penalty, t.frequency_penalty = f.frequency_penalty;
+  t.presence_penalty = f.presence_penalty, t.penalty_window = f.penalty_window;
+  t.logit_bias = f.logit_bias, t.banned_tokens = f.banned_tokens, t.seed = f.seed;
+}
+}  // namespace
+
 oracle::SamplerConfig to_internal(const SamplerConfig& c) {
   oracle::SamplerConfig s;
   s.preset = c.preset == Preset::Hf ? oracle::Preset::Hf : oracle::Preset::LlamaCpp;
-  s.order = c.order;
-  s.temperature = c.temperature, s.top_k = c.top_k, s.top_p = c.top_p, s.min_p = c.min_p;
-  s.min_keep = c.min_keep;
-  s.repetition_penalty = c.repetition_penalty, s.frequency_penalty = c.frequency_penalty;
-  s.presence_penalty = c.presence_penalty, s.penalty_window = c.penalty_window;
-  s.logit_bias = c.logit_bias, s.banned_tokens = c.banned_tokens, s.seed = c.seed;
+  copy_fields(c, s);
   return s;
 }
 
 SamplerConfig from_internal(const oracle::SamplerConfig& s) {
   SamplerConfig c;
   c.preset = s.preset == oracle::Preset::Hf ? Preset::Hf : Preset::LlamaCpp;
-  c.order = s.order;
-  c.temperature = s.temperature, c.top_k = s.top_k, c.top_p = s.top_p, c.min_p = s.min_p;
-  c.min_keep = s.min_keep;
-  c.repetition_penalty = s.repetition_penalty, c.frequency_penalty = s.frequency_penalty;
-  c.presence_penalty = s.presence_penalty, c.penalty_window = s.penalty_window;
-  c.logit_bias = s.logit_bias, c.banned_tokens = s.banned_tokens, c.seed = s.seed;
+  copy_fields(s, c);
   return c;
 }
 

@@ -98,3 +98,20 @@ def test_errors_carry_file_and_field(tmp_path, stories):
 def test_version_is_the_clis(oracle_cli):
     assert llm_oracle.version() == oracle_cli("version", "--json")["version"]
     assert llm_oracle.numerics_version() >= 1
+
+
+def test_concurrent_calls_on_one_model_give_the_same_bits(stories):
+    import threading
+    ids = stories.tokenize("Once upon a time there was a little girl")
+    want = stories.logits(ids)
+    got = [None] * 4
+
+    def work(i):
+        got[i] = stories.logits(ids)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g in got:
+        assert_bit_exact(g, want)

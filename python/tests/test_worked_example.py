@@ -76,3 +76,16 @@ def test_bit_exact_message_and_shape_and_dtype_checks():
     with pytest.raises(TypeError, match="float32"):
         assert_bit_exact(ref.astype(np.float64), ref)
     assert_bit_exact(ref, ref.copy())
+
+
+def test_assert_within_bound_is_inclusive_and_exact():
+    ref = ops.softmax(X[:1])
+    two = np.nextafter(np.nextafter(ref, np.float32(1)), np.float32(1))  # every element 2 ULP up
+    assert_within(two, ref, ulp=2)
+    with pytest.raises(AssertionError, match="are outside 1 ULP"):
+        assert_within(two, ref, ulp=1)
+    assert_within(two, ref, atol=1e-6)
+    with pytest.raises(AssertionError, match="atol 1e-12"):
+        assert_within(two, ref, atol=1e-12)
+    with pytest.raises(TypeError):
+        assert_within(two, ref)

@@ -115,3 +115,11 @@ def test_concurrent_calls_on_one_model_give_the_same_bits(stories):
         t.join()
     for g in got:
         assert_bit_exact(g, want)
+
+
+def test_chat_matches_oracle_run_chat(smollm2_path, oracle_cli):
+    m = llm_oracle.Model(smollm2_path)
+    run = oracle_cli("run", "-m", smollm2_path, "--chat", "What is the capital of France?", "-n", 4, "--temp", 0,
+                     "--json")
+    r = m.chat([{"role": "user", "content": "What is the capital of France?"}], max_tokens=4, temperature=0)
+    assert r["prompt_ids"] == run["prompt_ids"] and r["ids"] == run["output_ids"] and r["text"] == run["text"]

@@ -165,3 +165,21 @@ def test_gil_is_released_while_computing():
     assert t1 - t0 > 0.02, "the call is too short to observe"
     inside = [s for s in stamps if t0 + 0.25 * (t1 - t0) < s < t0 + 0.75 * (t1 - t0)]
     assert inside, "no other Python thread ran during the call: the GIL was held"
+
+
+def test_rope_frequency_factors_and_attn_factor_are_honoured():
+    half = 8
+    ones, twos = [1.0] * half, [2.0] * half
+    c1, s1 = ops.rope_table(5, 16, freq_factors=ones)
+    c2, s2 = ops.rope_table(10, 16, freq_factors=twos)  # angle = pos * base / ff: 10 / 2 == 5 / 1 exactly
+    assert_bit_exact(c2, c1)
+    assert_bit_exact(s2, s1)
+    c3, s3 = ops.rope_table(5, 16, freq_factors=ones, attn_factor=2.0)  # a power of two scales exactly
+    assert_bit_exact(c3, c1 * np.float32(2))
+    assert_bit_exact(s3, s1 * np.float32(2))
+    with pytest.raises(llm_oracle.InputError) as e:
+        ops.rope_table(5, 16, freq_factors=[1.0] * 3)
+    assert e.value.field == "freq_factors"
+    with pytest.raises(llm_oracle.InputError) as e:
+        ops.rope_table(5, 16, scaling="yarn", factor=4.0)
+    assert e.value.field == "original_context"

@@ -1,11 +1,10 @@
-// llm_oracle: compare (audit/compare.h, the figures of `oracle compare`) and the
-// certify statistics (audit/certify_stats.h) on caller-supplied logit rows.
+// llm_oracle: compare (audit/compare.h, the figures of `oracle compare`) on
+// caller-supplied logit rows.
 #include <nlohmann/json.hpp>
 
-#include "audit/certify_stats.h"
 #include "audit/compare.h"
 #include "audit/tensor_compare.h"
-#include "llm_oracle/certify.h"
+#include "api/convert.h"
 #include "llm_oracle/compare.h"
 #include "reference/base/errors.h"
 
@@ -17,6 +16,10 @@ TensorStats from_internal(const oracle::TensorStats& s) {
   return {s.bit_equal, s.first_diff, s.max_abs, s.max_ulp, s.nmse, s.max_abs_want};
 }
 
+}  // namespace
+
+namespace detail {
+
 // rows * vocab values in each of `a` and `b`.
 void need_rows(const char* op, size_t a, size_t b, int rows, int vocab, const char* a_name, const char* b_name) {
   oracle::require_input(rows > 0 && vocab > 0, op, "shape", "rows and vocab must be positive");
@@ -27,9 +30,7 @@ void need_rows(const char* op, size_t a, size_t b, int rows, int vocab, const ch
                         std::to_string(b) + " values, expected " + std::to_string(rows) + " x " + std::to_string(vocab));
 }
 
-MeanSe ms(const oracle::MeanSe& m) { return {m.mean, m.se}; }
-
-}  // namespace
+}  // namespace detail
 
 uint64_t ulp_distance(float a, float b) { return oracle::ulp_distance(a, b); }
 
@@ -42,7 +43,7 @@ TensorStats compare_tensor(std::span<const float> want, std::span<const float> g
 CompareReport compare_logits(std::span<const float> want, std::span<const float> got, int steps, int vocab,
                              std::span<const int> tokens, const CompareThresholds& t, const std::string& want_name,
                              const std::string& got_name) {
-  need_rows("compare", want.size(), got.size(), steps, vocab, "want", "got");
+  detail::need_rows("compare", want.size(), got.size(), steps, vocab, "want", "got");
   oracle::require_input(tokens.empty() || (int)tokens.size() == steps, "compare", "tokens",
                         "needs one id per step (" + std::to_string(steps) + "), got " + std::to_string(tokens.size()));
   const oracle::CompareThresholds th{t.max_kld, t.max_flips, t.tie_rel, t.max_abs, t.max_nmse, t.max_ulp};
@@ -61,30 +62,6 @@ CompareReport compare_logits(std::span<const float> want, std::span<const float>
   r.json = oracle::comparison_json(c, th).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   r.markdown = oracle::comparison_markdown(c, th, want_name, got_name);
   return r;
-}
-
-CertifyStats certify_stats(std::span<const float> ref, std::span<const float> cand, int rows, int vocab,
-                           std::span<const int> next) {
-  need_rows("certify", ref.size(), cand.size(), rows, vocab, "reference", "candidate");
-  oracle::require_input((int)next.size() == rows, "certify", "next",
-                        "needs one next-token id per row (" + std::to_string(rows) + "), got " + std::to_string(next.size()));
-  std::vector<oracle::TokenRecord> records;
-  for (int r = 0; r < rows; r++) {
-    oracle::require_input(next[r] >= 0 && next[r] < vocab, "certify", "next",
-                          "id " + std::to_string(next[r]) + " at row " + std::to_string(r) + " is outside the vocabulary");
-    oracle::TokenRecord rec = oracle::compare_logits(&ref[(size_t)r * vocab], &cand[(size_t)r * vocab], vocab, next[r]);
-    rec.pos = r;
-    records.push_back(rec);
-  }
-  const oracle::Summary s = oracle::summarize(records);
-  CertifyStats c;
-  c.n = s.n, c.kld = ms(s.kld), c.kld_percentiles = s.kld_percentiles, c.same_top = ms(s.same_top);
-  c.dp_top = ms(s.dp_top), c.dp_next = ms(s.dp_next), c.rms_dp_top = ms(s.rms_dp_top), c.rms_dp_next = ms(s.rms_dp_next);
-  const oracle::PerplexityStats& p = s.perplexity;
-  c.ppl_ref = ms(p.ppl_ref), c.ppl_cand = ms(p.ppl_cand), c.ln_ratio = ms(p.ln_ratio), c.ratio = ms(p.ratio);
-  c.difference = ms(p.difference), c.correlation = p.correlation;
-  for (const oracle::TokenRecord& rec : records) c.per_row_kld.push_back(rec.kld);
-  return c;
 }
 
 }  // namespace llm_oracle

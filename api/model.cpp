@@ -4,6 +4,7 @@
 #include "llm_oracle/model.h"
 
 #include "api/convert.h"
+#include "api/model_access.h"
 #include "audit/tensor_compare.h"
 #include "reference/base/errors.h"
 #include "reference/compute/forward.h"
@@ -15,10 +16,6 @@
 
 namespace llm_oracle {
 
-struct Model::Impl {
-  oracle::Model model;
-  oracle::Tokenizer tokenizer;
-};
 
 Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
@@ -33,6 +30,7 @@ Model Model::load(const std::string& path, const LoadOptions& options) {
   lo.allow_context_extension = options.allow_context_extension;
   oracle::Model m = oracle::load_model(path, lo);
   oracle::Vocab vocab = oracle::resolve_vocab(m, options.tokenizer, nullptr);
+  if (m.vocab.tokens.empty()) m.vocab = vocab;  // audit code (certify) reads the model's vocabulary
   oracle::Tokenizer tok(std::move(vocab));
   return Model(std::make_shared<const Impl>(Impl{std::move(m), std::move(tok)}));
 }

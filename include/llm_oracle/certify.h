@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include <string>
+
 #include "llm_oracle/errors.h"
+#include "llm_oracle/model.h"
 
 namespace llm_oracle {
 
@@ -34,5 +37,25 @@ struct CertifyStats {
 // InputError("certify", field, ...) on a size mismatch or an id out of range.
 CertifyStats certify_stats(std::span<const float> ref, std::span<const float> cand, int rows, int vocab,
                            std::span<const int> next);
+
+// `oracle certify` on two models and a corpus (docs/certify.md): the corpus is
+// tokenized with the reference's vocabulary and cut into chunks of `ctx`
+// tokens, every prediction scored, then greedy agreement on prompts from the
+// corpus. The statistics equal the certificate's (`oracle certify --json`).
+struct CertifyConfig {
+  std::string protocol = "full";  // "full" or "llamacpp" (llama-perplexity's chunks)
+  int ctx = 128;
+  int threads = 1;                // chunks in parallel: changes no bit
+  int max_chunks = 0;             // 0: every complete chunk
+  int greedy_prompts = 16, greedy_prompt_tokens = 16, greedy_steps = 32;
+};
+struct CertifyResult {
+  CertifyStats stats;
+  int chunks = 0, corpus_tokens = 0;
+  double greedy_mean_first_divergence = 0.0, greedy_fraction_identical = 0.0;
+  std::vector<int> greedy_first_divergence;  // (greedy prompts)
+};
+CertifyResult certify(const Model& reference, const Model& candidate, const std::string& corpus,
+                      const CertifyConfig& config = {});
 
 }  // namespace llm_oracle

@@ -18,6 +18,10 @@
 
 namespace llm_oracle {
 
+namespace detail {
+struct ModelAccess;  // api/: the internal model behind a Model
+}  // namespace detail
+
 struct LoadOptions {
   int context = 0;                 // 0: the file's context length
   bool allow_context_extension = false;
@@ -96,6 +100,7 @@ class Model {
   struct Impl;
   std::shared_ptr<const Impl> impl_;
   explicit Model(std::shared_ptr<const Impl> impl);
+  friend struct detail::ModelAccess;
 };
 
 }  // namespace llm_oracle

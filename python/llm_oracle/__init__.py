@@ -52,10 +52,21 @@ def compare(theirs, ours, ids=None, *, tokens=None, threads=1, max_kld=1e-4, max
     return Report(_json.loads(data), markdown)
 
 
-def certify(reference, candidate, next_tokens):
-    """The certify statistics (docs/certify.md) of candidate vs reference logits (rows, vocab),
-    next_tokens[r] being the token that followed row r: KLD mean ± se and percentiles,
-    same-top fraction, Δp, perplexities and their ratio. Returns a dict."""
+def certify(reference, candidate, next_tokens=None, *, corpus=None, protocol="full", ctx=128, threads=1,
+            max_chunks=0, greedy_prompts=16, greedy_prompt_tokens=16, greedy_steps=32):
+    """The certify statistics (docs/certify.md): KLD mean ± se and percentiles, same-top
+    fraction, Δp, perplexities and their ratio. Returns a dict.
+
+    certify(ref_logits, cand_logits, next_tokens): two (rows, vocab) float32 arrays, next_tokens[r]
+    being the token that followed row r.
+    certify(ref_model, cand_model, corpus=text, ctx=128, ...): `oracle certify` on two Models and a
+    corpus (chunks of ctx tokens, every prediction scored, then greedy agreement under "greedy")."""
+    if isinstance(reference, Model):
+        if corpus is None:
+            raise InputError("certify: corpus: certifying two models needs the corpus text")
+        return _core.certify_models(reference, candidate, corpus, protocol=protocol, ctx=ctx, threads=threads,
+                                    max_chunks=max_chunks, greedy_prompts=greedy_prompts,
+                                    greedy_prompt_tokens=greedy_prompt_tokens, greedy_steps=greedy_steps)
     return _core.certify_stats(reference, candidate, list(next_tokens))
 
 

@@ -30,6 +30,17 @@ nb::dict mean_se(const MeanSe& m) {
   return d;
 }
 
+nb::dict stats_dict(const CertifyStats& s) {
+  nb::dict d;
+  d["n"] = s.n, d["kld"] = mean_se(s.kld), d["kld_percentiles"] = s.kld_percentiles;
+  d["same_top"] = mean_se(s.same_top), d["dp_top"] = mean_se(s.dp_top), d["dp_next"] = mean_se(s.dp_next);
+  d["rms_dp_top"] = mean_se(s.rms_dp_top), d["rms_dp_next"] = mean_se(s.rms_dp_next);
+  d["ppl_ref"] = mean_se(s.ppl_ref), d["ppl_cand"] = mean_se(s.ppl_cand), d["ln_ratio"] = mean_se(s.ln_ratio);
+  d["ratio"] = mean_se(s.ratio), d["difference"] = mean_se(s.difference), d["correlation"] = s.correlation;
+  d["per_row_kld"] = s.per_row_kld;
+  return d;
+}
+
 }  // namespace
 
 void bind_compare(nb::module_& m) {
@@ -69,16 +80,29 @@ void bind_compare(nb::module_& m) {
             nb::gil_scoped_release release;
             s = certify_stats({f32_data(ref), ref.size()}, {f32_data(cand), cand.size()}, rows, vocab, next);
           }
-          nb::dict d;
-          d["n"] = s.n, d["kld"] = mean_se(s.kld), d["kld_percentiles"] = s.kld_percentiles;
-          d["same_top"] = mean_se(s.same_top), d["dp_top"] = mean_se(s.dp_top), d["dp_next"] = mean_se(s.dp_next);
-          d["rms_dp_top"] = mean_se(s.rms_dp_top), d["rms_dp_next"] = mean_se(s.rms_dp_next);
-          d["ppl_ref"] = mean_se(s.ppl_ref), d["ppl_cand"] = mean_se(s.ppl_cand), d["ln_ratio"] = mean_se(s.ln_ratio);
-          d["ratio"] = mean_se(s.ratio), d["difference"] = mean_se(s.difference), d["correlation"] = s.correlation;
-          d["per_row_kld"] = s.per_row_kld;
-          return d;
+          return stats_dict(s);
         },
         "reference"_a.noconvert(), "candidate"_a.noconvert(), "next"_a);
+  m.def("certify_models",
+        [](const Model& reference, const Model& candidate, const std::string& corpus, const std::string& protocol,
+           int ctx, int threads, int max_chunks, int greedy_prompts, int greedy_prompt_tokens, int greedy_steps) {
+          CertifyConfig c{protocol, ctx, threads, max_chunks, greedy_prompts, greedy_prompt_tokens, greedy_steps};
+          CertifyResult r;
+          {
+            nb::gil_scoped_release release;
+            r = certify(reference, candidate, corpus, c);
+          }
+          nb::dict d = stats_dict(r.stats);
+          d["chunks"] = r.chunks, d["corpus_tokens"] = r.corpus_tokens;
+          nb::dict g;
+          g["mean_first_divergence"] = r.greedy_mean_first_divergence;
+          g["fraction_identical"] = r.greedy_fraction_identical;
+          g["first_divergence"] = r.greedy_first_divergence;
+          d["greedy"] = g;
+          return d;
+        },
+        "reference"_a, "candidate"_a, "corpus"_a, "protocol"_a = "full", "ctx"_a = 128, "threads"_a = 1,
+        "max_chunks"_a = 0, "greedy_prompts"_a = 16, "greedy_prompt_tokens"_a = 16, "greedy_steps"_a = 32);
 }
 
 }  // namespace llm_oracle::py

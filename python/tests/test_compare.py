@@ -46,3 +46,23 @@ def test_ulp_distance_agrees_with_testing_helper():
     a = np.array([0.0, -0.0, 1.0, -1.0, np.inf, np.nan, 1e-45], dtype=np.float32)
     b = np.array([-0.0, 1e-45, np.nextafter(np.float32(1), np.float32(2)), 1.0, np.inf, np.nan, -1e-45], dtype=np.float32)
     assert [int(d) for d in ulp_distances(a, b)] == [llm_oracle.ulp_distance(float(x), float(y)) for x, y in zip(a, b)]
+
+
+def test_certify_models_equals_oracle_certify(oracle_cli, tmp_path):
+    from conftest import SHARED
+    ref_path = SHARED / "models" / "gguf" / "stories260K.gguf"
+    cand_path = SHARED / "models" / "gguf" / "stories260K-f16.gguf"
+    corpus = SHARED / "corpus" / "stories260K-samples.txt"
+    cli = oracle_cli("certify", "--reference", ref_path, "--candidate", cand_path, "--corpus", corpus, "--ctx", 64,
+                     "--max-chunks", 3, "--greedy-prompts", 2, "--greedy-steps", 8, "--out", tmp_path / "cert",
+                     "--no-png", "-q", "--json", ok=(0, 1))
+    ref, cand = llm_oracle.Model(str(ref_path)), llm_oracle.Model(str(cand_path))
+    s = llm_oracle.certify(ref, cand, corpus=corpus.read_text(), ctx=64, max_chunks=3, greedy_prompts=2,
+                           greedy_steps=8, threads=2)
+    st = cli["statistics"]
+    assert s["n"] == st["tokens_scored"] and s["chunks"] == cli["protocol"]["chunks"] == 3
+    assert s["kld"]["mean"] == st["kld"]["mean"] and s["kld"]["se"] == st["kld"]["se"]
+    assert s["same_top"] == st["same_top"]
+    assert s["ppl_ref"] == st["perplexity"]["reference"] and s["ratio"] == st["perplexity"]["ratio"]
+    assert s["greedy"]["first_divergence"] == cli["greedy"]["first_divergence"]
+    assert dict(s["kld_percentiles"])[100.0] == st["kld"]["percentiles"]["100"]

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "faults/fault.h"
 #include "numerics/numerics.h"
 #include "reference/base/errors.h"
 #include "reference/base/thread_pool.h"
@@ -59,9 +60,10 @@ oracle::Config rope_config(const RopeParams& p) {
 // Neox pairs (i, i + half) <-> interleaved pairs (2i, 2i + 1), per head: moves only.
 void neox_to_interleaved(float* dst, const float* head, int head_dim) {
   const int half = head_dim / 2;
+  const bool swapped = oracle::fault::active(oracle::fault::Fault::API_ROPE_NEOX_PAIRS);  // FAULT: pair swapped
   for (int i = 0; i < half; i++) {
-    dst[2 * i] = head[i];
-    dst[2 * i + 1] = head[i + half];
+    dst[2 * i] = head[swapped ? i + half : i];
+    dst[2 * i + 1] = head[swapped ? i : i + half];
   }
 }
 void interleaved_to_neox(float* head, const float* src, int head_dim) {

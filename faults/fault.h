@@ -145,7 +145,10 @@
     "test_sampler_emu")                                                                                      \
   X(DEVICE_VERIFY_ROWS_FROM_ZERO, "optimized", "DeviceSequence::verify_round",                                 \
     "the device verify takes p from the pass's first logits rows, not the rows that predict the drafts",       \
-    "test_device_batch")
+    "test_device_batch")                                                                                         \
+  X(API_ROPE_NEOX_PAIRS, "api", "ops::rope neox_to_interleaved",                                                 \
+    "the Neox layout's pair (i, i + head_dim/2) is read in swapped order (the rotation's sign flips)",           \
+    "test_api")
 
 namespace oracle::fault {
 

@@ -156,7 +156,10 @@
     "test_qmatmul_ggml")                                                                                         \
   X(GGML_COMBINE_REVERSED, "reference/compute", "qmatmul_ggml dot_blocks32 / dot_blocks_k",                    \
     "the ggml profile combines the per-block scale products in decreasing block order",                        \
-    "test_qmatmul_ggml")
+    "test_qmatmul_ggml")                                                                                         \
+  X(API_ROPE_NEOX_PAIRS, "api", "ops::rope neox_to_interleaved",                                                 \
+    "the Neox layout's pair (i, i + head_dim/2) is read in swapped order (the rotation's sign flips)",           \
+    "test_api")
 
 namespace oracle::fault {
 

@@ -1,19 +1,15 @@
 #include "tools/model_args.h"
 
-#include <filesystem>
-
 #include "reference/base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/base/sha256.h"
 #include "reference/model/synthetic.h"
 #include "reference/model/loaders.h"
-#include "reference/base/file_io.h"
+#include "reference/tokenizer/tokenizer_files.h"
 #include "tools/cli_common.h"
 #include "tools/synth_gguf.h"
 
 namespace oracle::tools {
-
-namespace fs = std::filesystem;
 
 void add_model_options(CLI::App* sub, ModelOptions& a) {
   sub->add_option("--model,-m", a.model,
@@ -50,40 +46,12 @@ Model load_model_arg(const ModelOptions& a) {
   return load_model(a.model, options);
 }
 
-// ---- tokenizer resolution -----------------------------------------------------------
-// By content, not by name: a GGUF vocabulary named tokenizer.bin is still a GGUF
-// (and a FIFO or a directory is refused here, before anything reads it).
-static bool is_gguf_file(const std::string& path) { return read_file_prefix(path, "file", 4) == "GGUF"; }
-
-// A llama2.c checkpoint names no tokenizer: look beside it (docs/cli.md).
-static std::string tokenizer_beside(const Model& m) {
-  if (m.format != "llama2c") return "";
-  const fs::path dir = fs::path(m.path).parent_path();
-  for (const std::string& name : {"tok" + std::to_string(m.config.vocab_size) + ".bin",
-                                 std::string("tokenizer.bin")}) {
-    if (fs::exists(dir / name)) return (dir / name).string();
-  }
-  return "";
-}
-
-Vocab load_tokenizer_file(const std::string& path, int vocab_size) {
-  if (is_gguf_file(path)) return load_gguf_vocab(path);
-  return load_llama2c_tokenizer(path, vocab_size);
-}
-
+// ---- tokenizer resolution (reference/tokenizer/tokenizer_files.h) --------------------
 LoadedModel load_model_and_tokenizer(const ModelOptions& a) {
   Model model = load_model_arg(a);
-  std::string path = a.tokenizer;
-  if (path.empty() && model.vocab.tokens.empty()) path = tokenizer_beside(model);
-  require_input(!path.empty() || !model.vocab.tokens.empty(), model.path, "tokenizer",
-                "the model embeds no vocabulary and none was found beside it; pass --tokenizer");
-  Vocab vocab = path.empty() ? model.vocab : load_tokenizer_file(path, model.config.vocab_size);
-  const std::string source = path.empty() ? "embedded" : path;
-  require_input((int)vocab.tokens.size() == model.config.vocab_size,
-                path.empty() ? model.path : path, "vocab_size",
-                "tokenizer has " + std::to_string(vocab.tokens.size()) + " tokens but the model " +
-                    model.path + " has vocab_size " + std::to_string(model.config.vocab_size));
-  std::string tok_sha = path.empty() ? model.sha256 : sha256_file(path);
+  std::string source;
+  Vocab vocab = resolve_vocab(model, a.tokenizer, &source);
+  std::string tok_sha = source == "embedded" ? model.sha256 : sha256_file(source);
   Tokenizer tokenizer(std::move(vocab));
   return LoadedModel{std::move(model), std::move(tokenizer), source, tok_sha};
 }

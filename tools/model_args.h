@@ -12,6 +12,7 @@
 
 #include "reference/model/model.h"
 #include "reference/tokenizer/tokenizer.h"
+#include "reference/tokenizer/tokenizer_files.h"  // load_tokenizer_file, resolve_vocab
 
 namespace oracle::tools {
 
@@ -31,9 +32,6 @@ struct LoadedModel {
   std::string tokenizer_source;  // file path, or "embedded"
   std::string tokenizer_sha256;  // of the tokenizer file (embedded: the model's)
 };
-
-// A tokenizer file: GGUF (by extension: tokenizer.ggml.*) or llama2.c tokenizer.bin.
-Vocab load_tokenizer_file(const std::string& path, int vocab_size);
 
 // Loads the model only (bench). InputError on any bad input.
 Model load_model_arg(const ModelOptions& args);

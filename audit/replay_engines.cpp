@@ -13,6 +13,7 @@
 #include "reference/base/errors.h"
 #include "reference/base/json_util.h"
 #include "reference/base/sha256.h"
+#include "audit/replay_calibration.h"
 
 namespace oracle {
 
@@ -50,25 +51,41 @@ bool far(float a, float b, double tol) {
   return !(std::fabs((double)a - (double)b) <= tol);
 }
 
+// |logged - reference| of one compared logprob, into the record's statistics.
+void note_diff(RecordReport& rep, float logged, float ref) {
+  if (logged == ref) {  // also -inf == -inf
+    rep.n_logprobs++;
+    return;
+  }
+  if (!(logged > -1e30f) || !(ref > -1e30f)) return;  // an impossible token on one side: a support question
+  const double d = std::fabs((double)logged - (double)ref);
+  rep.n_logprobs++;
+  rep.sum_logprob_diff += d;
+  rep.max_logprob_diff = std::max(rep.max_logprob_diff, d);
+}
+
 // The chosen token's logprob and the logged alternatives against the reference's.
 void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedStep& s, const AdaptedRecord& a,
-                      const ReplayOptions& o, std::vector<TokenFinding>& out) {
+                      const ReplayOptions& o, std::vector<TokenFinding>& out, RecordReport& rep) {
   const LogprobReport& lp = s.logged_lp;
   const std::vector<TokenLogprob>& ref_top = a.processed_logprobs ? lp.processed_top : lp.raw_top;
   const SamplerConfig& cfg = a.options.sampler;
   if (step.logprob) {
     const float ref = a.processed_logprobs ? lp.processed_logprob : lp.raw_logprob;
+    note_diff(rep, *step.logprob, ref);
     if (far(*step.logprob, ref, o.logprob_tolerance))
       out.push_back(mismatch(choice, i, step, s, cfg, o, "logprob", std::fabs((double)*step.logprob - ref),
-                             "logged logprob " + fmt(*step.logprob) + ", reference " + fmt(ref)));
+                             "logged logprob " + fmt(*step.logprob) + ", reference " + fmt(ref) + " (bound " +
+                                 fmt(o.logprob_tolerance) + ")"));
   }
   for (const TokenLogprob& t : step.top) {
     const TokenLogprob* r = find_id(ref_top, t.id);
     if (!r && t.logprob < -1e30f) continue;  // logged as impossible; the reference list does not reach it
+    if (r) note_diff(rep, t.logprob, r->logprob);
     if (!r || far(t.logprob, r->logprob, o.logprob_tolerance)) {
       out.push_back(mismatch(choice, i, step, s, cfg, o, "top_logprobs", r ? std::fabs((double)t.logprob - r->logprob) : INFINITY,
                              "top_logprobs: token " + std::to_string(t.id) + " logged " + fmt(t.logprob) +
-                                 (r ? ", reference " + fmt(r->logprob)
+                                 (r ? ", reference " + fmt(r->logprob) + " (bound " + fmt(o.logprob_tolerance) + ")"
                                     : ", not among the reference's top " + std::to_string(ref_top.size()))));
       return;
     }
@@ -86,20 +103,36 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
   }
 }
 
+// The tolerances an engine record is judged by: logprobs within the engine
+// bound b; a support boundary (greedy argmax, top-k, llama.cpp min-p: logit
+// gaps between two tokens, each off by up to b) within 2b; a mass boundary
+// (top-p, hf min-p: a sum of probabilities, each off by a factor up to e^b)
+// within e^b - 1.
+ReplayOptions engine_tolerances(const ReplayOptions& o, double b) {
+  ReplayOptions e = o;
+  e.logprob_tolerance = b;
+  e.logit_tolerance = std::max(o.logit_tolerance, 2.0 * b);
+  e.prob_tolerance = std::max(o.prob_tolerance, std::expm1(b));
+  return e;
+}
 
 }  // namespace
 
-RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const ReplayOptions& o) {
+RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const ReplayOptions& options) {
   RecordReport rep;
   rep.mode = a.engine;
   rep.n_choices = (int)a.choices.size();
+  rep.prompt_ids = a.prompt_ids;
+  rep.prompt_from = a.prompt_from;
+  rep.bound = engine_bound(options, rm.model_sha256, rm.model.path).logprob;
+  const ReplayOptions o = engine_tolerances(options, rep.bound);
   GenerateOptions go = a.options;
   go.logprobs_top_n = 2 * std::max(a.top_n, 1) + 4;
   for (const AdaptedChoice& c : a.choices) {
     std::vector<int> ids;
     for (const AdaptedStep& s : c.steps) ids.push_back(s.id);
     rep.n_tokens += (int)ids.size();
-    const ForcedRun run = teacher_force(rm, a.prompt_ids, go, ids);
+    const ForcedRun run = teacher_force(rm, a.prompt_ids, go, ids, o.numerics);
     std::vector<TokenFinding> found;
     for (size_t i = 0; i < run.steps.size(); i++) {
       TokenFinding t;
@@ -107,7 +140,7 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
         t.choice = c.index;
         found.push_back(t);
       }
-      if (!run.steps[i].after_stop) logprob_findings(c.index, (int)i, c.steps[i], run.steps[i], a, o, found);
+      if (!run.steps[i].after_stop) logprob_findings(c.index, (int)i, c.steps[i], run.steps[i], a, o, found, rep);
     }
     for (const TokenFinding& t : found)
       if (implausible(t.verdict) && rep.diverged_at < 0) rep.diverged_at = t.index;
@@ -116,7 +149,12 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
                           ": logged finish_reason stop, but no stated stop condition ends the text there");
     rep.findings.insert(rep.findings.end(), found.begin(), found.end());
   }
-  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : RecordStatus::Plausible;
+  // MATCH: within the profile's own bound (--logprob-tol) and no tie at a
+  // support boundary; PLAUSIBLE: within the engine bound; else DIVERGED.
+  bool tie = false;
+  for (const TokenFinding& t : rep.findings) tie = tie || t.verdict == Verdict::Borderline;
+  const bool own_bound = rep.n_logprobs > 0 && rep.max_logprob_diff <= options.logprob_tolerance && !tie;
+  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : own_bound ? RecordStatus::Match : RecordStatus::Plausible;
   return rep;
 }
 
@@ -272,8 +310,10 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
   const std::string where = file + ":" + std::to_string(line.line_no);
   RecordReport rep;
   std::string model, mode;  // mode: what the record looked like, for its ERROR row
+  int chunks = 0;
   try {
-    const json j = parse_json_text(line.text, where, "json");
+    json j = parse_json_text(line.text, where, "json");
+    if (is_stream_line(j)) j = assemble_stream(j, where, &chunks);  // SSE body -> the response it streamed
     mode = j.is_object() && j.contains("schema") ? "own" : engine_of(j);
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {
@@ -287,6 +327,7 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
   }
   rep.line = line.line_no;
   rep.model = model;
+  rep.stream_chunks = chunks;
   return rep;
 }
 

@@ -298,6 +298,16 @@ RecordReport replay_json(const json& j, const std::string& where, const ModelRes
   const bool own = j.is_object() && j.contains("schema");
   if (o.mode == ReplayMode::Own || (o.mode == ReplayMode::Auto && own)) return replay_own(record_from_json(j, where), *rm, o);
   if (!engine.empty()) return replay_adapted(adapt_engine_record(j, where, rm->tokenizer), *rm, o);
+  if (j.is_object() && j.contains("response")) {  // a logged exchange whose response no adapter reads
+    const json& resp = j.at("response");
+    require_input(resp.is_object(), where, "response", "expected a JSON object or an SSE body (string)");
+    require_input(!(resp.contains("object") && resp.at("object").is_string()), where, "response.object",
+                  "'" + (resp.contains("object") && resp.at("object").is_string() ? resp.at("object").get<std::string>() : "") +
+                      "' is not a completion (text_completion, chat.completion, or their stream chunks)");
+    throw InputError(where, "response",
+                     "not a llama.cpp server response (generation_settings, completion_probabilities, stop_type) nor an "
+                     "OpenAI / vLLM one (object)");
+  }
   require_input(j.is_object() && j.contains("choices"), where, "record",
                 "neither an oracle log record, a llama.cpp server / OpenAI / vLLM response, nor a completion record");
   return replay_foreign(j, where, *rm, o);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/base/json_util.h"
 #include "reference/base/sha256.h"
@@ -111,7 +112,8 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
 ReplayOptions engine_tolerances(const ReplayOptions& o, double b) {
   ReplayOptions e = o;
   e.logprob_tolerance = b;
-  e.logit_tolerance = std::max(o.logit_tolerance, 2.0 * b);
+  const double gaps = fault::active(fault::Fault::REPLAY_TIE_WITHIN_ONE_BOUND) ? 1.0 : 2.0;  // FAULT
+  e.logit_tolerance = std::max(o.logit_tolerance, gaps * b);
   e.prob_tolerance = std::max(o.prob_tolerance, std::expm1(b));
   return e;
 }

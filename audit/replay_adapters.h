@@ -62,6 +62,7 @@ struct AdaptedRecord {
   int top_n = 0;                  // alternatives requested per step (0: none)
   std::vector<AdaptedChoice> choices;  // n >= 1
   std::string prompt_from;        // "prompt" | "prompt ids" | "chat template <format>"
+  std::vector<std::string> notes; // what the log leaves out (reported with the record)
 };
 
 // The engine of a parsed log line ("" when it is none of the engine shapes:

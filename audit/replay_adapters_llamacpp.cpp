@@ -271,6 +271,7 @@ struct ServerView {
   std::string stop_type;         // eos | word | limit | ""
   const json* prompt_tokens = nullptr;  // tokens the server evaluated for the prompt
   std::string prompt_tokens_field;
+  const json* predicted = nullptr;      // tokens it generated (tokens_predicted, usage.completion_tokens)
 };
 
 std::vector<AdaptedStep> steps_from(const ServerView& v, bool post, const std::string& where) {
@@ -328,6 +329,14 @@ AdaptedRecord adapt_server(const json* req, const json* gs, const ServerView& v,
   if (v.stop_type == "eos" && r.options.stop_on_eos && c.steps.back().id != tok.eos_id())
     c.steps.push_back({tok.eos_id(), {}, {}});  // the EOS that ended the text is not always listed
   c.finish_reason = v.stop_type == "limit" ? "length" : (v.stop_type == "eos" || v.stop_type == "word") ? "stop" : "";
+  // A stop string: the server lists no probabilities for the tokens it did not
+  // send (the stop string's, held back as a possible match); the listed prefix is replayed.
+  if (v.stop_type == "word" && v.predicted && v.predicted->is_number_integer() &&
+      v.predicted->get<int64_t>() > (int64_t)c.steps.size()) {
+    r.notes.push_back("the server generated " + v.predicted->dump() + " tokens but lists " +
+                      std::to_string(c.steps.size()) + " (it omits those of the stop string); the listed ones are replayed");
+    c.finish_reason = "";
+  }
   r.options.max_tokens = n_predict > 0 ? n_predict : (int)c.steps.size();
   require_input(r.options.max_tokens >= (int)c.steps.size(), where, prefix + "n_predict",
                 "more tokens logged than n_predict allows");
@@ -373,6 +382,7 @@ AdaptedRecord adapt_llamacpp_server(const json* req, const json& resp, const std
   v.stop_type = resp.value("stop_type", std::string());
   v.prompt_tokens = resp.contains("tokens_evaluated") ? &resp.at("tokens_evaluated") : nullptr;
   v.prompt_tokens_field = "response.tokens_evaluated";
+  v.predicted = resp.contains("tokens_predicted") ? &resp.at("tokens_predicted") : nullptr;
   AdaptedRecord r = adapt_server(req, gs, v, where, tok, resp);
   r.prompt_from = req && req->contains("prompt") && req->at("prompt").is_array() ? "prompt ids" : "prompt";
   return r;
@@ -399,6 +409,7 @@ AdaptedRecord adapt_llamacpp_oai(const json* req, const json& resp, bool chat, c
   const json* usage = resp.contains("usage") && resp.at("usage").is_object() ? &resp.at("usage") : nullptr;
   v.prompt_tokens = usage && usage->contains("prompt_tokens") ? &usage->at("prompt_tokens") : nullptr;
   v.prompt_tokens_field = "response.usage.prompt_tokens";
+  v.predicted = usage && usage->contains("completion_tokens") ? &usage->at("completion_tokens") : nullptr;
   AdaptedRecord r = adapt_server(&native, nullptr, v, where, tok, resp);
   r.prompt_from = from;
   return r;

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kBoundFactor = 2.0;  // bound = 2 x the calibration's largest difference
+constexpr double kBoundFactor = 3.0;  // bound = 3 x the calibration's largest difference (docs/replay.md)
 
 std::string fmt(double x) {
   char b[48];

@@ -71,6 +71,17 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
   const LogprobReport& lp = s.logged_lp;
   const std::vector<TokenLogprob>& ref_top = a.processed_logprobs ? lp.processed_top : lp.raw_top;
   const SamplerConfig& cfg = a.options.sampler;
+  if (a.processed_logprobs && cfg.temperature <= 0.0f) {  // llama.cpp: after greedy, the pick has probability 1
+    for (const TokenLogprob& t : step.top) note_diff(rep, t.logprob, t.id == step.id ? 0.0f : -INFINITY);
+    const TokenLogprob* other = nullptr;
+    for (const TokenLogprob& t : step.top) other = other ? other : t.id != step.id ? &t : nullptr;
+    if ((step.logprob && *step.logprob != 0.0f) || other)
+      out.push_back(mismatch(choice, i, step, s, cfg, o, "logprob", INFINITY,
+                             "a greedy pick's post-sampling probability is 1 and it is the only entry; logged " +
+                                 (other ? "token " + std::to_string(other->id) + " besides it"
+                                        : "p = " + fmt(std::exp((double)*step.logprob)))));
+    return;
+  }
   if (step.logprob) {
     const float ref = a.processed_logprobs ? lp.processed_logprob : lp.raw_logprob;
     note_diff(rep, *step.logprob, ref);
@@ -79,10 +90,11 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
                              "logged logprob " + fmt(*step.logprob) + ", reference " + fmt(ref) + " (bound " +
                                  fmt(o.logprob_tolerance) + ")"));
   }
+  for (const TokenLogprob& t : step.top)  // every compared value counts, whatever is found below
+    if (const TokenLogprob* r = find_id(ref_top, t.id)) note_diff(rep, t.logprob, r->logprob);
   for (const TokenLogprob& t : step.top) {
     const TokenLogprob* r = find_id(ref_top, t.id);
     if (!r && t.logprob < -1e30f) continue;  // logged as impossible; the reference list does not reach it
-    if (r) note_diff(rep, t.logprob, r->logprob);
     if (!r || far(t.logprob, r->logprob, o.logprob_tolerance)) {
       out.push_back(mismatch(choice, i, step, s, cfg, o, "top_logprobs", r ? std::fabs((double)t.logprob - r->logprob) : INFINITY,
                              "top_logprobs: token " + std::to_string(t.id) + " logged " + fmt(t.logprob) +
@@ -127,6 +139,7 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
   rep.prompt_ids = a.prompt_ids;
   rep.prompt_from = a.prompt_from;
   rep.bound = engine_bound(options, rm.model_sha256, rm.model.path).logprob;
+  rep.notes = a.notes;
   const ReplayOptions o = engine_tolerances(options, rep.bound);
   GenerateOptions go = a.options;
   go.logprobs_top_n = 2 * std::max(a.top_n, 1) + 4;

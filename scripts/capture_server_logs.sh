@@ -8,7 +8,7 @@
 # all three endpoints, whose SSE body is kept as a proxy writes it), stops the
 # server, and writes one {"request", "response"} JSON line per request:
 #   OUT/smollm2.jsonl, OUT/llama2xs.jsonl            the replay fixtures
-#   OUT/calibration_smollm2.jsonl, ..._llama2xs.jsonl greedy calibration prompts
+#   OUT/calibration_smollm2.jsonl, ..._llama2xs.jsonl greedy calibration prompts (n_probs 20)
 #   OUT/llama2xs_chat.jsonl                           chat on a model with no template
 #   OUT/PROVENANCE.txt                                llama.cpp commit, server command
 # Environment: PEER_DIR (default build/peer; needs bin/llama-server from
@@ -78,6 +78,13 @@ if kind == "calibration":  # greedy, 20 alternatives per step, prompts not used 
                if not chat else ["Water boils at", "A list of fruits: apple,", "def add(a, b):", "The best way to learn is"])
     for p in prompts:
         reqs.append(("/completion", {"prompt": p, "n_predict": 32, "temperature": 0, "n_probs": 20}))
+    if chat:  # chat prompts too: the template's turns are part of what the fixtures' records see
+        for q in ["Give me three tips for sleeping well.", "What is 12 times 7?"]:
+            reqs.append(("/v1/chat/completions", {"messages": [{"role": "user", "content": q}], "max_tokens": 32,
+                                                  "temperature": 0, "logprobs": True, "top_logprobs": 20}))
+    else:
+        for p in ["The bird sang a song", "Tim and his sister"]:
+            reqs.append(("/completion", {"prompt": p, "n_predict": 32, "temperature": 0, "n_probs": 20}))
 elif kind == "chat_only":
     reqs.append(("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell me a story."}],
                                           "max_tokens": 8, "temperature": 0, "logprobs": True, "top_logprobs": 3}))
@@ -128,9 +135,9 @@ for key in smollm2 llama2xs; do
   [ "$key" = llama2xs ] && requests "$key" "$PORT" "$TMP/llama2xs_chat.jsonl" chat_only
   stop
 done
-commit=$(grep -m1 -o 'build: [0-9]* ([0-9a-f]*)' "$TMP/server.log" || echo "unknown")
+version=$(timeout 30 "$SERVER" --version 2>&1 | head -1 || true)
 {
-  echo "llama-server $commit (llama-cpp-python $(basename "$(ls -d "$PEER_DIR"/llama_cpp_python-* | head -1)"))"
+  echo "llama-server: $version (llama.cpp vendored in $(basename "$(ls -d "$PEER_DIR"/llama_cpp_python-*/ | head -1)"))"
   echo "command: llama-server -m MODEL --host 127.0.0.1 --port PORT -c 1024 -np 1 -t ${SERVER_THREADS:-2} --no-webui"
   echo "models: $(basename "$SMOL") $(sha256sum "$SMOL" | cut -c1-16), $(basename "$XS") $(sha256sum "$XS" | cut -c1-16)"
   echo "written by scripts/capture_server_logs.sh on $(date -u +%Y-%m-%d)"

@@ -99,7 +99,7 @@ ForcedStep forced_step(std::span<const float> logits, const SamplerChain& chain,
 }  // namespace
 
 ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_ids, const GenerateOptions& o,
-                        const std::vector<int>& logged) {
+                        const std::vector<int>& logged, num::NumericsProfile numerics) {
   const Config& cfg = rm.model.config;
   validate(o.sampler, cfg.vocab_size);
   for (size_t i = 0; i < logged.size(); i++)
@@ -114,7 +114,9 @@ ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_id
   SamplerChain chain = build_chain(o.sampler);
   TextStream stream(rm.tokenizer, stop_conditions(rm, o), prompt_ids.back());
   std::vector<int> history = prompt_ids;  // (n_prompt + i)
-  std::vector<float> logits = forward(rm.model, kv, 0, prompt_ids);  // (vocab)
+  ForwardOptions fo;
+  fo.numerics = numerics;  // Ggml: InputError "numerics" where forward() does not implement it
+  std::vector<float> logits = forward(rm.model, kv, 0, prompt_ids, fo);  // (vocab)
   ForcedRun run;
   for (size_t i = 0; i < logged.size(); i++) {
     if (stream.done()) {
@@ -128,7 +130,7 @@ ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_id
     StreamStep st = stream.push(logged[i]);
     if (!st.done && (int)history.size() >= cfg.seq_len) stream.finish();
     if (!stream.done() && i + 1 < logged.size())
-      logits = forward(rm.model, kv, 0, std::span<const int>(&logged[i], 1));
+      logits = forward(rm.model, kv, 0, std::span<const int>(&logged[i], 1), fo);
   }
   run.still_running = !stream.done();
   return run;

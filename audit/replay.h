@@ -25,6 +25,7 @@
 
 #include "reference/base/errors.h"
 #include "reference/generate/generate.h"
+#include "numerics/profile.h"
 #include "audit/replay_log.h"
 
 namespace oracle {
@@ -42,11 +43,38 @@ const char* verdict_name(Verdict v);                    // "not_reproducible" | 
 // reference (a borderline, not-reproducible or different-draw token can).
 bool implausible(Verdict v);
 
+// How far an honest engine's logprobs lie from the reference's on one model
+// (audit/replay_calibration.h, docs/replay.md "Numerics and bounds").
+struct CalibrationEntry {
+  std::string model;         // file name, for people
+  std::string model_sha256;  // the entry applies to this checkpoint ...
+  std::string numerics;      // ... replayed with this profile (numerics_profile_name)
+  std::string engine;        // the engine the calibration log came from (llamacpp-server, ...)
+  std::string log, log_sha256;  // the calibration log
+  int records = 0;
+  int64_t values = 0;        // logprobs compared
+  double max_abs_diff = 0.0, mean_abs_diff = 0.0;  // |logged - reference| over them (nats)
+  double factor = 3.0;       // bound = factor * max_abs_diff (prompts the calibration did not see)
+  double bound = 0.0;
+};
+
+// The bound a record's logprobs are judged by, and where it comes from.
+struct EngineBound {
+  double logprob = 0.0;  // nats
+  std::string source;    // "calibration F (llamacpp-server, 4 records, max 0.12 x 2)" or "uncalibrated (--logprob-tol)"
+};
+
 struct ReplayOptions {
   ReplayMode mode = ReplayMode::Auto;
+  // Engine records are teacher-forced with this profile's forward (own records
+  // always with the canonical one that wrote them).
+  num::NumericsProfile numerics = num::NumericsProfile::Canonical;
+  std::vector<CalibrationEntry> calibration;  // --calibration FILE (empty: uncalibrated)
+  std::string calibration_file;
   double prob_tolerance = 1e-4;     // borderline: mass distance to a top-p / hf min-p boundary
   double logit_tolerance = 1e-3;    // borderline: logit distance to a top-k / llamacpp min-p / greedy boundary
-  double logprob_tolerance = 1e-3;  // foreign logprobs: |logged - reference| in nats
+  double logprob_tolerance = 1e-3;  // foreign logprobs: |logged - reference| in nats; the profile's own
+                                    // bound for engine records (MATCH), the engine bound when uncalibrated
   int jobs = 1;                     // records replayed in parallel (changes no output)
   // Own records' re-run: null = the reference's generate(); a device pipeline's
   // generate (oracle replay --backend). The divergence diagnosis stays on the reference.
@@ -90,6 +118,16 @@ struct RecordReport {
   std::string error;    // ERROR / UNKNOWN_MODEL: "<file>:<line>: <field>: <message>"
   std::string model;    // the checkpoint it was replayed on ("" = the single --model)
   int n_choices = 1;    // completions in the record
+  // Engine records: the prompt replayed and where it came from ("prompt",
+  // "prompt ids", "chat template chatml"), whether the log was a stream
+  // (SSE chunks assembled), |logged - reference| over every compared logprob,
+  // and the engine bound they were judged by.
+  std::vector<int> prompt_ids;
+  std::string prompt_from;
+  int stream_chunks = 0;
+  int64_t n_logprobs = 0;
+  double max_logprob_diff = 0.0, sum_logprob_diff = 0.0;
+  double bound = 0.0;
 };
 
 bool record_failed(const RecordReport& r);  // DIVERGED, ERROR or UNKNOWN_MODEL
@@ -122,6 +160,8 @@ std::vector<RecordReport> replay_lines(const std::vector<LogLine>& lines, const 
 // ---- reporting -------------------------------------------------------------------------------
 nlohmann::json replay_report_json(const std::vector<RecordReport>& reports, const std::string& file,
                                   const ReplayOptions& o);
+// "numerics: canonical; profile bound ...; engine bound ..." (the first line of the table).
+std::string replay_header(const ReplayOptions& o, const std::string& engine_bound_text);
 std::string replay_summary_table(const std::vector<RecordReport>& reports);
 // One record's entry of the JSON report, and back (exact: sharded replays
 // gather records this way, tools/shard.h). InputError("part", ...) on a bad one.
@@ -147,7 +187,8 @@ struct ForcedRun {
 
 // Re-runs the tuple along `logged` (ids checked against the vocab).
 ForcedRun teacher_force(const ReplayModel& rm, const std::vector<int>& prompt_ids, const GenerateOptions& o,
-                        const std::vector<int>& logged);
+                        const std::vector<int>& logged,
+                        num::NumericsProfile numerics = num::NumericsProfile::Canonical);
 
 // The verdict of logged token `index` from its forced step; false when it is
 // fine. `own`: a token inside the support that is not our draw is

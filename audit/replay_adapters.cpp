@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/base/errors.h"
+#include "reference/tokenizer/chat_template.h"
 
 namespace oracle {
 
@@ -39,6 +40,20 @@ bool vllm_shaped(const json* req, const json& resp) {
   return false;
 }
 
+// llama.cpp server's OpenAI endpoints: its timings block, or its content list
+// whose entries carry token ids (server-task.cpp probs_vector_to_json).
+bool llamacpp_oai(const json& resp) {
+  if (resp.contains("timings")) return true;
+  if (!resp.contains("choices") || !resp.at("choices").is_array()) return false;
+  for (const json& c : resp.at("choices")) {
+    const json* lp = c.is_object() ? member(c, "logprobs") : nullptr;
+    const json* content = lp ? member(*lp, "content") : nullptr;
+    if (content && content->is_array() && !content->empty() && (*content)[0].is_object() && (*content)[0].contains("id"))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string engine_of(const json& line) {
@@ -51,7 +66,7 @@ std::string engine_of(const json& line) {
   const json* object = member(*resp, "object");
   if (!object || !object->is_string()) return "";
   const std::string o = object->get<std::string>();
-  const std::string family = vllm_shaped(req, *resp) ? "vllm" : "openai";
+  const std::string family = llamacpp_oai(*resp) ? "llamacpp" : vllm_shaped(req, *resp) ? "vllm" : "openai";
   if (o == "text_completion") return family + "-completions";
   if (o == "chat.completion") return family + "-chat";
   return "";
@@ -73,11 +88,40 @@ AdaptedRecord adapt_engine_record(const json& line, const std::string& where, co
   const auto [req, resp] = split(line);
   require_input(!engine.empty(), where, "record", "not a llama.cpp server, OpenAI or vLLM response");
   if (req) require_input(req->is_object(), where, "request", "expected a JSON object");
-  AdaptedRecord r = engine == "llamacpp-server" ? adapt_llamacpp_server(req, *resp, where, tok)
-                                                : adapt_openai(req, *resp, engine.rfind("vllm", 0) == 0, where, tok);
+  AdaptedRecord r = engine == "llamacpp-server"        ? adapt_llamacpp_server(req, *resp, where, tok)
+                    : engine.rfind("llamacpp-", 0) == 0 ? adapt_llamacpp_oai(req, *resp, engine == "llamacpp-chat", where, tok)
+                                                         : adapt_openai(req, *resp, engine.rfind("vllm", 0) == 0, where, tok);
   r.engine = engine;
   r.model = engine_model_name(line);
   return r;
+}
+
+// ---- chat --------------------------------------------------------------------------------------
+std::vector<int> render_chat_prompt(const json& req, const Tokenizer& tok, const std::string& where, std::string* format) {
+  const json* m = member(req, "messages");
+  require_input(m && m->is_array() && !m->empty(), where, "request.messages", "expected a non-empty array of messages");
+  std::vector<ChatMessage> messages;
+  for (size_t k = 0; k < m->size(); k++) {
+    const json& e = (*m)[k];
+    const std::string f = "request.messages[" + std::to_string(k) + "]";
+    require_input(e.is_object() && e.contains("role") && e.at("role").is_string(), where, f + ".role", "expected a role");
+    require_input(e.contains("content") && e.at("content").is_string(), where, f + ".content",
+                  "only string contents are rendered (no parts, tool calls or images)");
+    for (const auto& [key, v] : e.items())
+      require_input(key == "role" || key == "content", where, f + "." + key, "not rendered by the replay's chat templates");
+    messages.push_back({e.at("role").get<std::string>(), e.at("content").get<std::string>()});
+  }
+  const json* gen = member(req, "add_generation_prompt");
+  require_input(!gen || gen->is_boolean(), where, "request.add_generation_prompt", "expected a boolean");
+  const Vocab& v = tok.vocab();
+  ChatTemplate t;
+  require_input(!v.chat_template.empty(), where, "tokenizer.chat_template",
+                "the model has no chat template, so the prompt the engine rendered is unknown (log its prompt ids)");
+  require_input(detect_chat_template(v.chat_template, &t), where, "tokenizer.chat_template",
+                "not a template the reference renders (reference/tokenizer/chat_template.h); log the prompt ids");
+  if (format) *format = chat_format_name(t.format);
+  const std::string text = render_chat(t, messages, !gen || gen->get<bool>());
+  return tok.encode(text, EncodeOptions{v.add_bos, false, true});  // the engines' add_special + parse_special
 }
 
 // ---- token strings ---------------------------------------------------------------------------

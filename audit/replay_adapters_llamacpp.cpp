@@ -89,6 +89,15 @@ const std::vector<FieldRule>& rules() {
       {"n_indent", Kind::kOffOnly, below(0.0)},
       {"reasoning_budget_tokens", Kind::kOffOnly, below(-1.0)},
       {"reasoning_control", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
+      {"n", Kind::kOffOnly, [](const json& v, const json&) { return v.is_null() || v == 1; }},
+      {"n_cmpl", Kind::kOffOnly, [](const json& v, const json&) { return v.is_null() || v == 1; }},
+      {"tools", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
+      {"tool_choice", Kind::kOffOnly, [](const json& v, const json&) { return v.is_null() || v == "none" || v == "auto"; }},
+      {"response_format", Kind::kOffOnly, [](const json& v, const json&) {
+         return v.is_null() || (v.is_object() && v.value("type", "") == "text");
+       }},
+      {"chat_template_kwargs", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
+      {"echo", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
       {"penalize_nl", Kind::kOffOnly, [](const json& v, const json& s) {
          return v == true || (num_or(s, "repeat_penalty", 1.0) == 1.0 && num_or(s, "frequency_penalty", 0.0) == 0.0 &&
                               num_or(s, "presence_penalty", 0.0) == 0.0);
@@ -97,12 +106,13 @@ const std::vector<FieldRule>& rules() {
       {"verbose", Kind::kInert, {}}, {"timings_per_token", Kind::kInert, {}}, {"stream", Kind::kInert, {}},
       {"stream_options", Kind::kInert, {}}, {"include_usage", Kind::kInert, {}}, {"cache_prompt", Kind::kInert, {}},
       {"return_tokens", Kind::kInert, {}}, {"return_progress", Kind::kInert, {}}, {"sse_ping_interval", Kind::kInert, {}},
-      {"n_keep", Kind::kInert, {}}, {"n_discard", Kind::kInert, {}}, {"n_cmpl", Kind::kInert, {}},
+      {"n_keep", Kind::kInert, {}}, {"n_discard", Kind::kInert, {}}, {"user", Kind::kInert, {}},
+      {"parallel_tool_calls", Kind::kInert, {}},
       {"n_cache_reuse", Kind::kInert, {}}, {"t_max_prompt_ms", Kind::kInert, {}}, {"t_max_predict_ms", Kind::kInert, {}},
       {"response_fields", Kind::kInert, {}}, {"id_slot", Kind::kInert, {}}, {"backend_sampling", Kind::kInert, {}},
       {"chat_format", Kind::kInert, {}}, {"reasoning_format", Kind::kInert, {}}, {"reasoning_in_content", Kind::kInert, {}},
       {"generation_prompt", Kind::kInert, {}}, {"parse_tool_calls", Kind::kInert, {}}, {"chat_parser", Kind::kInert, {}},
-      {"continue_final_message", Kind::kInert, {}}, {"echo", Kind::kInert, {}},
+      {"continue_final_message", Kind::kOffOnly, [](const json& v, const json&) { return empty_value(v); }},
       {"reasoning_budget_start_tag", Kind::kInert, {}}, {"reasoning_budget_end_tags", Kind::kInert, {}},
       {"reasoning_budget_message", Kind::kInert, {}},
       // speculative decoding samples every token from the target's own chain
@@ -229,10 +239,11 @@ SamplerConfig sampler_from(const json& s, const std::string& where, const std::s
 // ============================================================================
 // Prompt and tokens
 // ============================================================================
+// The server tokenizes text prompts with add_special and parse_special.
 std::vector<int> prompt_ids(const json* req, const json& resp, const Tokenizer& tok, const std::string& where) {
   const json* p = req && req->contains("prompt") ? &req->at("prompt") : resp.contains("prompt") ? &resp.at("prompt") : nullptr;
   require_input(p != nullptr, where, "request.prompt", "the record holds no prompt");
-  if (p->is_string()) return tok.encode(p->get<std::string>(), tok.vocab().add_bos);  // server: add_special
+  if (p->is_string()) return tok.encode(p->get<std::string>(), EncodeOptions{tok.vocab().add_bos, false, true});
   const std::string field = req && req->contains("prompt") ? "request.prompt" : "response.prompt";
   require_input(p->is_array(), where, field, "expected a string or an array of token ids");
   std::vector<int> ids;
@@ -251,15 +262,26 @@ float logprob_of(const json& e, bool post, const std::string& field) {
   return float_from_json(e.at("logprob"), field + ".logprob");
 }
 
-std::vector<AdaptedStep> steps_from(const json& resp, bool post, const std::string& where) {
+// Where the llama.cpp-shaped pieces of a response are: /completion's own
+// fields, or the OpenAI envelope of /v1/completions and /v1/chat/completions.
+struct ServerView {
+  const json* probs = nullptr;   // [{id, logprob|prob, top_logprobs|top_probs}]
+  std::string probs_field;       // its name in the log
+  const json* tokens = nullptr;  // response.tokens (return_tokens), when no probs
+  std::string stop_type;         // eos | word | limit | ""
+  const json* prompt_tokens = nullptr;  // tokens the server evaluated for the prompt
+  std::string prompt_tokens_field;
+  const json* predicted = nullptr;      // tokens it generated (tokens_predicted, usage.completion_tokens)
+};
+
+std::vector<AdaptedStep> steps_from(const ServerView& v, bool post, const std::string& where) {
   std::vector<AdaptedStep> steps;
   const char* top_key = post ? "top_probs" : "top_logprobs";
   const char* lp_key = post ? "prob" : "logprob";
-  if (resp.contains("completion_probabilities") && resp.at("completion_probabilities").is_array() &&
-      !resp.at("completion_probabilities").empty()) {
+  if (v.probs && v.probs->is_array() && !v.probs->empty()) {
     size_t k = 0;
-    for (const json& e : resp.at("completion_probabilities")) {
-      const std::string f = "response.completion_probabilities[" + std::to_string(k++) + "]";
+    for (const json& e : *v.probs) {
+      const std::string f = v.probs_field + "[" + std::to_string(k++) + "]";
       require_input(e.is_object() && e.contains("id") && e.contains(lp_key), where, f,
                     std::string("expected {id, ") + lp_key + ", " + top_key + "}");
       AdaptedStep s;
@@ -277,23 +299,18 @@ std::vector<AdaptedStep> steps_from(const json& resp, bool post, const std::stri
     }
     return steps;
   }
-  require_input(resp.contains("tokens") && resp.at("tokens").is_array() && !resp.at("tokens").empty(), where,
-                "response.tokens", "no token ids logged (request return_tokens or n_probs > 0)");
-  for (const json& t : resp.at("tokens")) steps.push_back({int_from_json<int>(t, "response.tokens"), {}, {}});
+  require_input(v.tokens && v.tokens->is_array() && !v.tokens->empty(), where,
+                v.tokens ? "response.tokens" : v.probs_field, "no token ids logged (request return_tokens or n_probs > 0)");
+  for (const json& t : *v.tokens) steps.push_back({int_from_json<int>(t, "response.tokens"), {}, {}});
   return steps;
 }
 
-}  // namespace
-
-AdaptedRecord adapt_llamacpp_server(const json* req, const json& resp, const std::string& where, const Tokenizer& tok) {
-  const json* gs = resp.contains("generation_settings") ? &resp.at("generation_settings") : nullptr;
-  if (gs) require_input(gs->is_object(), where, "response.generation_settings", "expected an object");
+AdaptedRecord adapt_server(const json* req, const json* gs, const ServerView& v, const std::string& where,
+                           const Tokenizer& tok, const json& resp) {
   const json empty = json::object();
   const json& settings = gs ? *gs : req ? *req : empty;
   if (gs) check_fields(*gs, *gs, where, "response.generation_settings.");
   if (req) check_fields(*req, settings, where, "request.");
-  require_input(!(resp.contains("truncated") && resp.at("truncated") == true), where, "response.truncated",
-                "the server truncated the prompt; the replay would run another context");
   AdaptedRecord r;
   int n_predict = -1, n_probs = 0;
   bool ignore_eos = false, post = false;
@@ -303,21 +320,98 @@ AdaptedRecord adapt_llamacpp_server(const json* req, const json& resp, const std
   r.processed_logprobs = post;
   r.top_n = n_probs;
   r.prompt_ids = prompt_ids(req, resp, tok, where);
-  if (resp.contains("tokens_evaluated") && resp.at("tokens_evaluated").is_number_integer())
-    require_input(resp.at("tokens_evaluated").get<int64_t>() == (int64_t)r.prompt_ids.size(), where,
-                  "response.tokens_evaluated",
-                  "the server evaluated " + resp.at("tokens_evaluated").dump() + " prompt tokens, our tokenization has " +
+  if (v.prompt_tokens && v.prompt_tokens->is_number_integer())
+    require_input(v.prompt_tokens->get<int64_t>() == (int64_t)r.prompt_ids.size(), where, v.prompt_tokens_field,
+                  "the server evaluated " + v.prompt_tokens->dump() + " prompt tokens, our tokenization has " +
                       std::to_string(r.prompt_ids.size()));
   AdaptedChoice c;
-  c.steps = steps_from(resp, post, where);
-  const std::string stop_type = resp.value("stop_type", std::string());
-  if (stop_type == "eos" && r.options.stop_on_eos && c.steps.back().id != tok.eos_id())
+  c.steps = steps_from(v, post, where);
+  if (v.stop_type == "eos" && r.options.stop_on_eos && c.steps.back().id != tok.eos_id())
     c.steps.push_back({tok.eos_id(), {}, {}});  // the EOS that ended the text is not always listed
-  c.finish_reason = stop_type == "limit" ? "length" : (stop_type == "eos" || stop_type == "word") ? "stop" : "";
+  c.finish_reason = v.stop_type == "limit" ? "length" : (v.stop_type == "eos" || v.stop_type == "word") ? "stop" : "";
+  // A stop string: the server lists no probabilities for the tokens it did not
+  // send (the stop string's, held back as a possible match); the listed prefix is replayed.
+  if (v.stop_type == "word" && v.predicted && v.predicted->is_number_integer() &&
+      v.predicted->get<int64_t>() > (int64_t)c.steps.size()) {
+    r.notes.push_back("the server generated " + v.predicted->dump() + " tokens but lists " +
+                      std::to_string(c.steps.size()) + " (it omits those of the stop string); the listed ones are replayed");
+    c.finish_reason = "";
+  }
   r.options.max_tokens = n_predict > 0 ? n_predict : (int)c.steps.size();
   require_input(r.options.max_tokens >= (int)c.steps.size(), where, prefix + "n_predict",
                 "more tokens logged than n_predict allows");
   r.choices.push_back(std::move(c));
+  return r;
+}
+
+// The OpenAI request in the server's own spelling (server-common.cpp
+// oaicompat_*_params_parse): logprobs / top_logprobs -> n_probs,
+// max_completion_tokens -> n_predict, messages -> the rendered prompt's ids.
+json native_request(const json& req, bool chat, const Tokenizer& tok, const std::string& where, std::string& from) {
+  json n = req;
+  if (chat) {
+    require_input(req.contains("messages"), where, "request.messages", "a chat completion needs messages");
+    std::string format;
+    n["prompt"] = render_chat_prompt(req, tok, where, &format);
+    from = "chat template " + format;
+    n.erase("messages");
+    n.erase("add_generation_prompt");
+    if (req.contains("logprobs") && req.at("logprobs") == true)
+      n["n_probs"] = req.contains("top_logprobs") && !req.at("top_logprobs").is_null() ? req.at("top_logprobs") : json(20);
+    n.erase("top_logprobs");
+  } else if (req.contains("logprobs") && !req.at("logprobs").is_null() && !req.contains("n_probs")) {
+    n["n_probs"] = req.at("logprobs");
+  }
+  n.erase("logprobs");
+  if (req.contains("max_completion_tokens") && !req.contains("n_predict")) n["n_predict"] = req.at("max_completion_tokens");
+  n.erase("max_completion_tokens");
+  return n;
+}
+
+}  // namespace
+
+AdaptedRecord adapt_llamacpp_server(const json* req, const json& resp, const std::string& where, const Tokenizer& tok) {
+  const json* gs = resp.contains("generation_settings") ? &resp.at("generation_settings") : nullptr;
+  if (gs) require_input(gs->is_object(), where, "response.generation_settings", "expected an object");
+  require_input(!(resp.contains("truncated") && resp.at("truncated") == true), where, "response.truncated",
+                "the server truncated the prompt; the replay would run another context");
+  ServerView v;
+  v.probs = resp.contains("completion_probabilities") ? &resp.at("completion_probabilities") : nullptr;
+  v.probs_field = "response.completion_probabilities";
+  v.tokens = resp.contains("tokens") ? &resp.at("tokens") : nullptr;
+  v.stop_type = resp.value("stop_type", std::string());
+  v.prompt_tokens = resp.contains("tokens_evaluated") ? &resp.at("tokens_evaluated") : nullptr;
+  v.prompt_tokens_field = "response.tokens_evaluated";
+  v.predicted = resp.contains("tokens_predicted") ? &resp.at("tokens_predicted") : nullptr;
+  AdaptedRecord r = adapt_server(req, gs, v, where, tok, resp);
+  r.prompt_from = req && req->contains("prompt") && req->at("prompt").is_array() ? "prompt ids" : "prompt";
+  return r;
+}
+
+AdaptedRecord adapt_llamacpp_oai(const json* req, const json& resp, bool chat, const std::string& where,
+                                 const Tokenizer& tok) {
+  require_input(req != nullptr, where, "request", "a llama.cpp server OpenAI-style response needs its request");
+  std::string from = req->contains("prompt") && req->at("prompt").is_array() ? "prompt ids" : "prompt";
+  const json native = native_request(*req, chat, tok, where, from);
+  require_input(resp.contains("choices") && resp.at("choices").is_array() && resp.at("choices").size() == 1, where,
+                "response.choices", "expected one choice (the server writes one per request)");
+  const json& c = resp.at("choices")[0];
+  require_input(c.is_object(), where, "response.choices[0]", "expected an object");
+  ServerView v;
+  const json* lp = c.contains("logprobs") && c.at("logprobs").is_object() ? &c.at("logprobs") : nullptr;
+  v.probs = lp && lp->contains("content") ? &lp->at("content") : nullptr;
+  v.probs_field = "response.choices[0].logprobs.content";
+  const std::string finish = c.value("finish_reason", json()).is_string() ? c.at("finish_reason").get<std::string>() : "";
+  require_input(finish.empty() || finish == "stop" || finish == "length", where, "response.choices[0].finish_reason",
+                "'" + finish + "' is not a plain completion's finish");
+  const bool words = native.contains("stop") && native.at("stop").is_array() && !native.at("stop").empty();
+  v.stop_type = finish == "length" ? "limit" : finish == "stop" ? (words ? "word" : "eos") : "";
+  const json* usage = resp.contains("usage") && resp.at("usage").is_object() ? &resp.at("usage") : nullptr;
+  v.prompt_tokens = usage && usage->contains("prompt_tokens") ? &usage->at("prompt_tokens") : nullptr;
+  v.prompt_tokens_field = "response.usage.prompt_tokens";
+  v.predicted = usage && usage->contains("completion_tokens") ? &usage->at("completion_tokens") : nullptr;
+  AdaptedRecord r = adapt_server(&native, nullptr, v, where, tok, resp);
+  r.prompt_from = from;
   return r;
 }
 

@@ -63,9 +63,9 @@ const std::vector<Rule>& request_rules() {
       {"kv_transfer_params", Kind::kInert, {}}, {"return_tokens_as_token_ids", Kind::kInert, {}},
       {"return_token_ids", Kind::kInert, {}}, {"service_tier", Kind::kInert, {}}, {"store", Kind::kInert, {}},
       {"metadata", Kind::kInert, {}}, {"parallel_tool_calls", Kind::kInert, {}},
-      // chat: these only shape the prompt, which is taken from prompt_token_ids
-      {"messages", Kind::kInert, {}}, {"tools", Kind::kInert, {}}, {"chat_template", Kind::kInert, {}},
-      {"chat_template_kwargs", Kind::kInert, {}}, {"add_generation_prompt", Kind::kInert, {}},
+      // chat: rendered with the model's template when no prompt_token_ids are logged
+      {"messages", Kind::kMapped, {}}, {"add_generation_prompt", Kind::kMapped, {}}, {"tools", Kind::kInert, {}}, {"chat_template", Kind::kInert, {}},
+      {"chat_template_kwargs", Kind::kInert, {}},
       {"continue_final_message", Kind::kInert, {}}, {"documents", Kind::kInert, {}},
       {"mm_processor_kwargs", Kind::kInert, {}}, {"reasoning_effort", Kind::kInert, {}},
       {"include_reasoning", Kind::kInert, {}},
@@ -140,7 +140,7 @@ std::vector<int> ids_of(const json& v, const std::string& where, const std::stri
 
 // prompt_token_ids (vLLM) when logged, checked against our tokenization of a string prompt.
 std::vector<int> prompt_of(const json* req, const json& resp, const Tokenizer& tok, bool add_bos,
-                           const std::string& where) {
+                           const std::string& where, std::string& from) {
   std::vector<int> logged;
   if (resp.contains("prompt_token_ids") && resp.at("prompt_token_ids").is_array())
     logged = ids_of(resp.at("prompt_token_ids"), where, "response.prompt_token_ids");
@@ -161,10 +161,21 @@ std::vector<int> prompt_of(const json* req, const json& resp, const Tokenizer& t
     require_input(logged == ours, where, "response.prompt_token_ids",
                   "the server's prompt tokens differ from the reference tokenizer's (" + std::to_string(logged.size()) +
                       " vs " + std::to_string(ours.size()) + " tokens)");
-  if (!logged.empty()) return logged;
-  require_input(!ours.empty(), where, req && req->contains("messages") ? "request.messages" : "request.prompt",
-                "no prompt ids: chat templates are not applied by the replay — log prompt_token_ids "
-                "(vLLM: return_token_ids) or use /v1/completions");
+  if (!logged.empty()) {
+    from = "prompt ids";
+    return logged;
+  }
+  if (ours.empty() && req && req->contains("messages")) {  // chat without prompt ids: the model's template
+    for (const char* key : {"chat_template", "chat_template_kwargs", "continue_final_message", "tools", "documents"})
+      require_input(!req->contains(key) || off_value(req->at(key)), where, std::string("request.") + key,
+                    "changes the rendered prompt; the replay renders the model's own template only (log prompt ids)");
+    std::string format;
+    ours = render_chat_prompt(*req, tok, where, &format);
+    from = "chat template " + format;
+    return ours;
+  }
+  require_input(!ours.empty(), where, "request.prompt", "the record holds no prompt");
+  from = p && p->is_string() ? "prompt" : "prompt ids";
   return ours;
 }
 
@@ -262,7 +273,7 @@ AdaptedRecord adapt_openai(const json* req, const json& resp, bool vllm, const s
   out.options.stop_on_eos = !(r.contains("ignore_eos") && r.at("ignore_eos") == true);
   out.options.add_bos = !(r.contains("add_special_tokens") && r.at("add_special_tokens") == false) && tok.vocab().add_bos;
   out.top_n = chat ? req_num<int>(r, "top_logprobs", 0) : req_num<int>(r, "logprobs", 0);
-  out.prompt_ids = prompt_of(req, resp, tok, out.options.add_bos, where);
+  out.prompt_ids = prompt_of(req, resp, tok, out.options.add_bos, where, out.prompt_from);
   const int max_tokens = req_num<int>(r, chat && r.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
                                   chat ? 0 : 16);  // completions default 16; chat: unlimited
   require_input(resp.contains("choices") && resp.at("choices").is_array() && !resp.at("choices").empty(), where,

@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults/fault.h"
 #include "reference/base/errors.h"
 #include "reference/base/json_util.h"
 #include "reference/base/sha256.h"
+#include "audit/replay_calibration.h"
 
 namespace oracle {
 
@@ -50,25 +52,53 @@ bool far(float a, float b, double tol) {
   return !(std::fabs((double)a - (double)b) <= tol);
 }
 
+// |logged - reference| of one compared logprob, into the record's statistics.
+void note_diff(RecordReport& rep, float logged, float ref) {
+  if (logged == ref) {  // also -inf == -inf
+    rep.n_logprobs++;
+    return;
+  }
+  if (!(logged > -1e30f) || !(ref > -1e30f)) return;  // an impossible token on one side: a support question
+  const double d = std::fabs((double)logged - (double)ref);
+  rep.n_logprobs++;
+  rep.sum_logprob_diff += d;
+  rep.max_logprob_diff = std::max(rep.max_logprob_diff, d);
+}
+
 // The chosen token's logprob and the logged alternatives against the reference's.
 void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedStep& s, const AdaptedRecord& a,
-                      const ReplayOptions& o, std::vector<TokenFinding>& out) {
+                      const ReplayOptions& o, std::vector<TokenFinding>& out, RecordReport& rep) {
   const LogprobReport& lp = s.logged_lp;
   const std::vector<TokenLogprob>& ref_top = a.processed_logprobs ? lp.processed_top : lp.raw_top;
   const SamplerConfig& cfg = a.options.sampler;
+  if (a.processed_logprobs && cfg.temperature <= 0.0f) {  // llama.cpp: after greedy, the pick has probability 1
+    for (const TokenLogprob& t : step.top) note_diff(rep, t.logprob, t.id == step.id ? 0.0f : -INFINITY);
+    const TokenLogprob* other = nullptr;
+    for (const TokenLogprob& t : step.top) other = other ? other : t.id != step.id ? &t : nullptr;
+    if ((step.logprob && *step.logprob != 0.0f) || other)
+      out.push_back(mismatch(choice, i, step, s, cfg, o, "logprob", INFINITY,
+                             "a greedy pick's post-sampling probability is 1 and it is the only entry; logged " +
+                                 (other ? "token " + std::to_string(other->id) + " besides it"
+                                        : "p = " + fmt(std::exp((double)*step.logprob)))));
+    return;
+  }
   if (step.logprob) {
     const float ref = a.processed_logprobs ? lp.processed_logprob : lp.raw_logprob;
+    note_diff(rep, *step.logprob, ref);
     if (far(*step.logprob, ref, o.logprob_tolerance))
       out.push_back(mismatch(choice, i, step, s, cfg, o, "logprob", std::fabs((double)*step.logprob - ref),
-                             "logged logprob " + fmt(*step.logprob) + ", reference " + fmt(ref)));
+                             "logged logprob " + fmt(*step.logprob) + ", reference " + fmt(ref) + " (bound " +
+                                 fmt(o.logprob_tolerance) + ")"));
   }
+  for (const TokenLogprob& t : step.top)  // every compared value counts, whatever is found below
+    if (const TokenLogprob* r = find_id(ref_top, t.id)) note_diff(rep, t.logprob, r->logprob);
   for (const TokenLogprob& t : step.top) {
     const TokenLogprob* r = find_id(ref_top, t.id);
     if (!r && t.logprob < -1e30f) continue;  // logged as impossible; the reference list does not reach it
     if (!r || far(t.logprob, r->logprob, o.logprob_tolerance)) {
       out.push_back(mismatch(choice, i, step, s, cfg, o, "top_logprobs", r ? std::fabs((double)t.logprob - r->logprob) : INFINITY,
                              "top_logprobs: token " + std::to_string(t.id) + " logged " + fmt(t.logprob) +
-                                 (r ? ", reference " + fmt(r->logprob)
+                                 (r ? ", reference " + fmt(r->logprob) + " (bound " + fmt(o.logprob_tolerance) + ")"
                                     : ", not among the reference's top " + std::to_string(ref_top.size()))));
       return;
     }
@@ -86,20 +116,38 @@ void logprob_findings(int choice, int i, const AdaptedStep& step, const ForcedSt
   }
 }
 
+// The tolerances an engine record is judged by: logprobs within the engine
+// bound b; a support boundary (greedy argmax, top-k, llama.cpp min-p: logit
+// gaps between two tokens, each off by up to b) within 2b; a mass boundary
+// (top-p, hf min-p: a sum of probabilities, each off by a factor up to e^b)
+// within e^b - 1.
+ReplayOptions engine_tolerances(const ReplayOptions& o, double b) {
+  ReplayOptions e = o;
+  e.logprob_tolerance = b;
+  const double gaps = fault::active(fault::Fault::REPLAY_TIE_WITHIN_ONE_BOUND) ? 1.0 : 2.0;  // FAULT
+  e.logit_tolerance = std::max(o.logit_tolerance, gaps * b);
+  e.prob_tolerance = std::max(o.prob_tolerance, std::expm1(b));
+  return e;
+}
 
 }  // namespace
 
-RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const ReplayOptions& o) {
+RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const ReplayOptions& options) {
   RecordReport rep;
   rep.mode = a.engine;
   rep.n_choices = (int)a.choices.size();
+  rep.prompt_ids = a.prompt_ids;
+  rep.prompt_from = a.prompt_from;
+  rep.bound = engine_bound(options, rm.model_sha256, rm.model.path).logprob;
+  rep.notes = a.notes;
+  const ReplayOptions o = engine_tolerances(options, rep.bound);
   GenerateOptions go = a.options;
   go.logprobs_top_n = 2 * std::max(a.top_n, 1) + 4;
   for (const AdaptedChoice& c : a.choices) {
     std::vector<int> ids;
     for (const AdaptedStep& s : c.steps) ids.push_back(s.id);
     rep.n_tokens += (int)ids.size();
-    const ForcedRun run = teacher_force(rm, a.prompt_ids, go, ids);
+    const ForcedRun run = teacher_force(rm, a.prompt_ids, go, ids, o.numerics);
     std::vector<TokenFinding> found;
     for (size_t i = 0; i < run.steps.size(); i++) {
       TokenFinding t;
@@ -107,7 +155,7 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
         t.choice = c.index;
         found.push_back(t);
       }
-      if (!run.steps[i].after_stop) logprob_findings(c.index, (int)i, c.steps[i], run.steps[i], a, o, found);
+      if (!run.steps[i].after_stop) logprob_findings(c.index, (int)i, c.steps[i], run.steps[i], a, o, found, rep);
     }
     for (const TokenFinding& t : found)
       if (implausible(t.verdict) && rep.diverged_at < 0) rep.diverged_at = t.index;
@@ -116,7 +164,12 @@ RecordReport replay_adapted(const AdaptedRecord& a, const ReplayModel& rm, const
                           ": logged finish_reason stop, but no stated stop condition ends the text there");
     rep.findings.insert(rep.findings.end(), found.begin(), found.end());
   }
-  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : RecordStatus::Plausible;
+  // MATCH: within the profile's own bound (--logprob-tol) and no tie at a
+  // support boundary; PLAUSIBLE: within the engine bound; else DIVERGED.
+  bool tie = false;
+  for (const TokenFinding& t : rep.findings) tie = tie || t.verdict == Verdict::Borderline;
+  const bool own_bound = rep.n_logprobs > 0 && rep.max_logprob_diff <= options.logprob_tolerance && !tie;
+  rep.status = rep.diverged_at >= 0 ? RecordStatus::Diverged : own_bound ? RecordStatus::Match : RecordStatus::Plausible;
   return rep;
 }
 
@@ -260,6 +313,16 @@ RecordReport replay_json(const json& j, const std::string& where, const ModelRes
   const bool own = j.is_object() && j.contains("schema");
   if (o.mode == ReplayMode::Own || (o.mode == ReplayMode::Auto && own)) return replay_own(record_from_json(j, where), *rm, o);
   if (!engine.empty()) return replay_adapted(adapt_engine_record(j, where, rm->tokenizer), *rm, o);
+  if (j.is_object() && j.contains("response")) {  // a logged exchange whose response no adapter reads
+    const json& resp = j.at("response");
+    require_input(resp.is_object(), where, "response", "expected a JSON object or an SSE body (string)");
+    require_input(!(resp.contains("object") && resp.at("object").is_string()), where, "response.object",
+                  "'" + (resp.contains("object") && resp.at("object").is_string() ? resp.at("object").get<std::string>() : "") +
+                      "' is not a completion (text_completion, chat.completion, or their stream chunks)");
+    throw InputError(where, "response",
+                     "not a llama.cpp server response (generation_settings, completion_probabilities, stop_type) nor an "
+                     "OpenAI / vLLM one (object)");
+  }
   require_input(j.is_object() && j.contains("choices"), where, "record",
                 "neither an oracle log record, a llama.cpp server / OpenAI / vLLM response, nor a completion record");
   return replay_foreign(j, where, *rm, o);
@@ -272,8 +335,10 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
   const std::string where = file + ":" + std::to_string(line.line_no);
   RecordReport rep;
   std::string model, mode;  // mode: what the record looked like, for its ERROR row
+  int chunks = 0;
   try {
-    const json j = parse_json_text(line.text, where, "json");
+    json j = parse_json_text(line.text, where, "json");
+    if (is_stream_line(j)) j = assemble_stream(j, where, &chunks);  // SSE body -> the response it streamed
     mode = j.is_object() && j.contains("schema") ? "own" : engine_of(j);
     rep = replay_json(j, where, models, o, model);
   } catch (const InputError& e) {
@@ -287,6 +352,7 @@ RecordReport replay_engine_line(const LogLine& line, const std::string& file, co
   }
   rep.line = line.line_no;
   rep.model = model;
+  rep.stream_chunks = chunks;
   return rep;
 }
 

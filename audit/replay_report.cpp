@@ -187,7 +187,10 @@ json record_json(const RecordReport& r) {
   return json{{"line", r.line},         {"mode", r.mode},           {"status", status_name(r.status)},
               {"n_tokens", r.n_tokens}, {"diverged_at", r.diverged_at}, {"findings", findings},
               {"notes", r.notes},       {"error", r.error},         {"model", r.model},
-              {"n_choices", r.n_choices}};
+              {"n_choices", r.n_choices},
+              {"prompt_ids", r.prompt_ids}, {"prompt_from", r.prompt_from}, {"stream_chunks", r.stream_chunks},
+              {"logprobs", {{"compared", r.n_logprobs}, {"max_abs_diff", r.max_logprob_diff},
+                            {"sum_abs_diff", r.sum_logprob_diff}, {"bound", r.bound}}}};
 }
 
 }  // namespace
@@ -206,6 +209,14 @@ RecordReport replay_record_from_json(const json& j) {
   r.error = j.at("error");
   r.model = j.at("model");
   r.n_choices = j.at("n_choices");
+  r.prompt_ids = j.at("prompt_ids").get<std::vector<int>>();
+  r.prompt_from = j.at("prompt_from");
+  r.stream_chunks = j.at("stream_chunks");
+  const json& lp = j.at("logprobs");
+  r.n_logprobs = lp.at("compared");
+  r.max_logprob_diff = lp.at("max_abs_diff");
+  r.sum_logprob_diff = lp.at("sum_abs_diff");
+  r.bound = lp.at("bound");
   return r;
 }
 
@@ -220,6 +231,8 @@ json replay_report_json(const std::vector<RecordReport>& reports, const std::str
               {"version", 1},
               {"file", file},
               {"mode", replay_mode_name(o.mode)},
+              {"numerics", std::string(num::numerics_profile_name(o.numerics))},
+              {"calibration", o.calibration_file},
               {"tolerances",
                {{"prob", o.prob_tolerance}, {"logit", o.logit_tolerance}, {"logprob", o.logprob_tolerance}}},
               {"summary",
@@ -254,10 +267,32 @@ std::string record_detail(const RecordReport& r) {
     if (head != &r.findings.front()) d += "; earlier: " + finding_text(r.findings.front(), r.n_choices);
   }
   for (const std::string& n : r.notes) d += (d.empty() ? "" : "; ") + n;
+  if (r.n_logprobs > 0) {  // engine records: how close the logged logprobs came
+    char b[120];
+    std::snprintf(b, sizeof b, "max |dlogprob| %.3g over %lld (bound %.3g)", r.max_logprob_diff,
+                  (long long)r.n_logprobs, r.bound);
+    d += (d.empty() ? "" : "; ") + std::string(b);
+  }
+  int ties = 0;
+  for (const TokenFinding& f : r.findings) ties += f.verdict == Verdict::Borderline;
+  if (ties > 0 && r.status != RecordStatus::Diverged) d += "; " + std::to_string(ties) + " tie(s) within the bound";
+  if (r.prompt_from.rfind("chat template", 0) == 0) {
+    d += "; prompt: " + r.prompt_from + ", ids [";
+    for (size_t i = 0; i < r.prompt_ids.size(); i++) d += (i ? "," : "") + std::to_string(r.prompt_ids[i]);
+    d += "]";
+  }
+  if (r.stream_chunks > 0) d += "; stream of " + std::to_string(r.stream_chunks) + " chunks";
   return d;
 }
 
 }  // namespace
+
+std::string replay_header(const ReplayOptions& o, const std::string& engine_bound_text) {
+  char b[160];
+  std::snprintf(b, sizeof b, "numerics: %s; profile bound %.3g nats (MATCH); engine bound (PLAUSIBLE): ",
+                std::string(num::numerics_profile_name(o.numerics)).c_str(), o.logprob_tolerance);
+  return b + engine_bound_text + "\n";
+}
 
 std::string replay_summary_table(const std::vector<RecordReport>& reports) {
   std::string out = "  line  mode              status         tokens  detail\n";

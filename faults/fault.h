@@ -91,6 +91,8 @@
     "prop_tokenizer test_detokenizer")                                                                           \
   X(REPLAY_IGNORES_TOLERANCE, "audit", "replay support_verdict",                                                 \
     "every token outside the support with a finite margin is called borderline", "test_replay")                 \
+  X(REPLAY_TIE_WITHIN_ONE_BOUND, "audit", "replay_engines engine_tolerances",                                    \
+    "a support boundary of an engine record is a tie within b instead of 2b", "test_replay_engines")             \
   X(KERNEL_TREE_ORDER, "kernels", "lane_group.cuh group_tree_sum",                                               \
     "the shuffle tree adds in reverse order (1, 2, 4, 8)", "test_kernels_emu")                                   \
   X(KERNEL_ATTN_MERGE_ORDER, "kernels", "attention.cu merge",                                                    \

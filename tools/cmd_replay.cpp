@@ -3,6 +3,7 @@
 // stdout, optional JSON report, exit 1 when a record fails, 2 on unusable
 // input (docs/replay.md). A thin layer over audit/replay.h.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <algorithm>
@@ -10,7 +11,10 @@
 
 #include "reference/base/errors.h"
 #include "audit/replay.h"
+#include "audit/replay_calibration.h"
 #include "audit/replay_engines.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
 #include "reference/base/atomic_file.h"
 #include "reference/base/file_io.h"
 #include "tools/commands.h"
@@ -33,7 +37,29 @@ struct ReplayOptions {
   std::string mode = "auto";  // --mode (parsed into replay.mode)
   ShardOptions shard;         // --shard I/N --part FILE (tools/shard.h)
   std::string backend = "reference";  // own records re-run on a device pipeline (tools/device_backend.h)
+  std::string numerics = "canonical";  // --numerics (parsed into replay.numerics)
+  std::string calibrate;               // --calibrate FILE: measure the engine bound, merge it into FILE
 };
+
+// --numerics: the profile engine records are teacher-forced with. A profile
+// forward() does not implement is refused here, before any record (exit 2),
+// never replaced by another.
+static void use_numerics(ReplayOptions& o) {
+  const auto p = num::parse_numerics_profile(o.numerics);
+  require_input(p.has_value(), o.numerics, "--numerics", "expected canonical or ggml");
+  o.replay.numerics = *p;
+  if (!o.replay.calibration_file.empty()) o.replay.calibration = read_calibration(o.replay.calibration_file);
+}
+
+// One token through forward() with the profile: InputError "numerics" where it is not implemented.
+static void probe_numerics(const Model& m, const Tokenizer& t, num::NumericsProfile p) {
+  if (p == num::NumericsProfile::Canonical) return;
+  KvCache kv(m.config, KvCacheOptions{});
+  ForwardOptions fo;
+  fo.numerics = p;
+  const int token = t.bos_id() >= 0 && t.bos_id() < m.config.vocab_size ? t.bos_id() : 0;
+  (void)forward(m, kv, 0, std::span<const int>(&token, 1), fo);
+}
 
 // --backend cuda-emu|cuda: own records only (foreign records are teacher-forced on the
 // reference), one job at a time; the re-run is the device's generate in deterministic mode.
@@ -62,6 +88,7 @@ static std::shared_ptr<const ReplayModel> load_entry(const CatalogEntry& e, cons
   args.model = e.path;
   args.tokenizer = e.tokenizer;
   auto h = std::make_shared<ReplayHolder>(load_model_and_tokenizer(args));
+  probe_numerics(h->lm.model, h->lm.tokenizer, o.replay.numerics);
   return std::shared_ptr<const ReplayModel>(h, &h->rm);
 }
 
@@ -133,7 +160,8 @@ static void write_report(const std::string& path, const nlohmann::json& report) 
   write_file_atomic(path, "--report", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o) {
+static void finish(const std::vector<RecordReport>& reports, const ReplayOptions& o, const std::string& bound_text) {
+  if (!o.json) std::fputs(replay_header(o.replay, bound_text).c_str(), stdout);
   if (o.json)
     std::printf("%s\n", replay_report_json(reports, o.log, o.replay)
                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -159,13 +187,14 @@ static std::vector<RecordReport> replay_with_progress(const std::vector<LogLine>
 
 // Everything the report depends on, and the log's identity: every part of a
 // sharded replay must agree on it (tools/shard.h).
-static nlohmann::json replay_job(const ReplayOptions& o, const std::vector<LogLine>& lines) {
+static nlohmann::json replay_job(const ReplayOptions& o, const std::vector<LogLine>& lines, const std::string& bound) {
   std::string text;
   for (const LogLine& l : lines) text += std::to_string(l.line_no) + ":" + l.text + "\n";
   return {{"log", o.log}, {"log_sha256", sha256_hex(text.data(), text.size())}, {"model", o.model.model},
           {"models", o.models}, {"mode", replay_mode_name(o.replay.mode)},
           {"prob_tol", o.replay.prob_tolerance}, {"logit_tol", o.replay.logit_tolerance},
-          {"logprob_tol", o.replay.logprob_tolerance}, {"json", o.json}, {"report", o.json_out}};
+          {"logprob_tol", o.replay.logprob_tolerance}, {"json", o.json}, {"report", o.json_out},
+          {"numerics", o.numerics}, {"calibration", o.replay.calibration_file}, {"bound_text", bound}};
 }
 
 int finish_replay_job(const nlohmann::json& job, const std::vector<nlohmann::json>& results) {
@@ -177,45 +206,84 @@ int finish_replay_job(const nlohmann::json& job, const std::vector<nlohmann::jso
   o.replay.logprob_tolerance = job.at("logprob_tol");
   o.json = job.at("json");
   o.json_out = job.at("report");
+  o.numerics = job.at("numerics");
+  o.replay.calibration_file = job.at("calibration");
+  use_numerics(o);
   std::vector<RecordReport> reports;
   for (const nlohmann::json& r : results) reports.push_back(replay_record_from_json(r));
-  finish(reports, o);
+  finish(reports, o, job.at("bound_text"));
   return exit_code(reports);
 }
 
-// This worker's records (all of them in one process; tools/shard.h).
+// --calibrate FILE: the entry this log measures, merged into FILE (atomically).
+static void write_calibration(const std::vector<RecordReport>& reports, const std::vector<LogLine>& lines,
+                              const LoadedModel& lm, const ReplayOptions& o) {
+  const std::string text = read_regular_file(o.log, "log");
+  const CalibrationEntry e = calibrate(reports, lm.model.path, lm.model.sha256, o.replay.numerics, o.log,
+                                       sha256_hex(text.data(), text.size()));
+  (void)lines;
+  std::vector<CalibrationEntry> entries;
+  if (std::filesystem::exists(o.calibrate)) entries = read_calibration(o.calibrate);
+  write_file_atomic(o.calibrate, "--calibrate", calibration_json(merge_calibration(entries, e)).dump(2) + "\n");
+  std::fprintf(stderr, "calibration: %s on %s (%s): %lld logprobs, max |diff| %.4g, bound %.4g nats -> %s\n",
+               e.engine.c_str(), e.model.c_str(), e.numerics.c_str(), (long long)e.values, e.max_abs_diff, e.bound,
+               o.calibrate.c_str());
+}
+
+// This worker's records (all of them in one process; tools/shard.h); `bound`
+// says which engine bound they were judged by.
 static std::vector<RecordReport> replay_mine(const std::vector<LogLine>& mine, const std::vector<LogLine>& lines,
-                                             const ReplayOptions& o, bool show) {
+                                             const ReplayOptions& o, bool show, std::string& bound) {
   if (!o.models.empty()) {  // each record on its own checkpoint; unknown models reported, the rest replayed
     require_input(o.model.model.empty(), "--models", "option", "give --models or --model, not both");
+    require_input(o.calibrate.empty(), "--calibrate", "option", "calibrates one model: use --model");
+    bound = o.replay.calibration_file.empty() ? engine_bound(o.replay, "", "").source
+                                              : "per model from calibration " + o.replay.calibration_file;
     ModelCatalog catalog(o.models, [&o](const CatalogEntry& e) { return load_entry(e, o); });
     return replay_with_progress(mine, catalog.resolver(), o, show);
   }
   const LoadedModel lm = load_model_and_tokenizer(model_for(lines, o));
   if (o.replay.mode != ReplayMode::Foreign) check_hashes(lines, lm, o);
   check_context(lm.model, o);
+  probe_numerics(lm.model, lm.tokenizer, o.replay.numerics);
+  ReplayOptions ro = o;
+  if (!o.calibrate.empty()) {  // measured against the profile's own bound, never a previous calibration
+    ro.replay.calibration.clear();
+    ro.replay.calibration_file.clear();
+  }
+  const EngineBound b = engine_bound(ro.replay, lm.model.sha256, lm.model.path);  // exit 2 when the file lacks it
+  char v[48];
+  std::snprintf(v, sizeof v, "%.4g nats", b.logprob);
+  bound = std::string(v) + " (" + b.source + ")";
   const ReplayModel rm{lm.model, lm.tokenizer, lm.model.sha256, lm.tokenizer_sha256};
-  return replay_with_progress(mine, single_model(rm), o, show);
+  std::vector<RecordReport> reports = replay_with_progress(mine, single_model(rm), ro, show);
+  if (!o.calibrate.empty()) write_calibration(reports, lines, lm, ro);
+  return reports;
 }
 
 int run_replay(const ReplayOptions& o) {
   ShardRun run("replay", o.shard);
   if (!o.json_out.empty()) check_output_path(o.json_out, "--report");  // before replaying, not after
+  if (!o.calibrate.empty()) {
+    check_output_path(o.calibrate, "--calibrate");
+    require_input(!run.sharded(), "--calibrate", "option", "calibration runs in one process (no --shard)");
+  }
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
   std::vector<LogLine> mine;  // records dealt to this worker: i % N == I
   std::vector<size_t> index;
   for (size_t i = 0; i < lines.size(); i++)
     if (run.mine(i)) mine.push_back(lines[i]), index.push_back(i);
-  const std::vector<RecordReport> reports = replay_mine(mine, lines, o, run.root());
+  std::string bound;
+  const std::vector<RecordReport> reports = replay_mine(mine, lines, o, run.root(), bound);
   if (!run.sharded()) {
-    finish(reports, o);
-    return exit_code(reports);
+    finish(reports, o, bound);
+    return o.calibrate.empty() ? exit_code(reports) : kExitOk;  // a calibration log is measured, not judged
   }
   std::vector<nlohmann::json> results;
   for (size_t k = 0; k < reports.size(); k++)
     results.push_back({{"index", index[k]}, {"result", replay_record_json(reports[k])}});
-  const nlohmann::json job = replay_job(o, lines);
+  const nlohmann::json job = replay_job(o, lines, bound);
   return run.finish(job, lines.size(), std::move(results),
                     [&job](const std::vector<nlohmann::json>& all) { return finish_replay_job(job, all); });
 }
@@ -240,6 +308,14 @@ Command setup_replay(CLI::App& app) {
   sub->add_option("--report", opts->json_out, "Also write the JSON report to this file");
   sub->add_option("--backend", opts->backend,
                   "reference, cuda-emu or cuda: where own records are re-run (device: with --mode own)");
+  sub->add_option("--numerics", opts->numerics,
+                  "canonical or ggml: the forward engine records are teacher-forced with (default canonical)")
+      ->check(CLI::IsMember({"canonical", "ggml"}));
+  sub->add_option("--calibration", opts->replay.calibration_file,
+                  "Engine bounds (oracle-replay-calibration JSON): PLAUSIBLE within the model's bound")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--calibrate", opts->calibrate,
+                  "Measure the engine bound on this (calibration) log and merge it into FILE");
   sub->add_flag("--json", opts->json, "Print the JSON report instead of the table");
   sub->add_flag("--quiet,-q", opts->quiet, "No progress on stderr");
   add_shard_options(sub, opts->shard);
@@ -251,6 +327,7 @@ Command setup_replay(CLI::App& app) {
       ->check(float_in(0.0, 3.4e38));
   return {sub, [opts] {
     opts->replay.mode = parse_replay_mode(opts->mode);
+    use_numerics(*opts);
     use_backend(*opts);
     return run_replay(*opts);
   }};

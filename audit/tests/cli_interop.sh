@@ -218,33 +218,34 @@ case $CASE in
     first=$(sed -n 2p "$F" | jq '[.response.completion_probabilities | to_entries[] | select(.value.id != .value.top_logprobs[0].id) | .key][0]')
     run_capture "$ORACLE" replay "$F" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
-    jq -e --argjson k "$first" '.summary.records == 4 and .records[0].status == "PLAUSIBLE" and
+    jq -e --argjson k "$first" '.summary.records == 4 and .records[0].status == "MATCH" and
            .records[0].mode == "llamacpp-server" and .records[1].status == "DIVERGED" and .records[1].diverged_at == $k and
            .records[1].findings[0].verdict == "impossible" and .records[2].status == "ERROR" and
            (.records[2].error | test("generation_settings.dry_multiplier")) and .records[3].status == "ERROR" and
            (.records[3].error | test("smoothing_factor"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
     grep -q "DIVERGED at token $first: .* impossible" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
     ;;
-  replay_openai)  # n = 2 choices PLAUSIBLE; a top_logprobs entry off by 0.05 nats: DIVERGED there; chat without ids: ERROR
+  replay_openai)  # n = 2 choices MATCH; a top_logprobs entry off by 0.05 nats: DIVERGED there; chat on a model
+                  # without a chat template (llama2xs) and no prompt ids: ERROR naming tokenizer.chat_template
     run_capture "$ORACLE" replay "$HERE/data/openai.jsonl" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
-    jq -e '.records[0].status == "PLAUSIBLE" and .records[0].n_choices == 2 and .records[0].n_tokens == 32 and
+    jq -e '.records[0].status == "MATCH" and .records[0].n_choices == 2 and .records[0].n_tokens == 32 and
            .records[1].status == "DIVERGED" and ([.records[1].findings[] | select(.verdict == "logprob_mismatch")][0] |
            .choice == 1 and .index == 4 and .reason == "top_logprobs") and .records[2].status == "ERROR" and
-           (.records[2].error | test("request.messages"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
+           (.records[2].error | test("tokenizer.chat_template"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
     grep -q "DIVERGED at choice 1 token 4: .*logprob_mismatch \[top_logprobs\]" "$WORK/out" || fail "headline: $(cat "$WORK/out")"
     ;;
-  replay_vllm)  # token_id:N tokens, prompt ids, repetition_penalty: PLAUSIBLE (completions and chat); frequency_penalty: ERROR
+  replay_vllm)  # token_id:N tokens, prompt ids, repetition_penalty: MATCH (completions and chat); frequency_penalty: ERROR
     run_capture "$ORACLE" replay "$HERE/data/vllm.jsonl" -m "$REF" --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC"
-    jq -e '.records[0].status == "PLAUSIBLE" and .records[0].mode == "vllm-completions" and
-           .records[1].status == "PLAUSIBLE" and .records[1].mode == "vllm-chat" and .records[2].status == "ERROR" and
+    jq -e '.records[0].status == "MATCH" and .records[0].mode == "vllm-completions" and
+           .records[1].status == "MATCH" and .records[1].mode == "vllm-chat" and .records[2].status == "ERROR" and
            (.records[2].error | test("request.frequency_penalty"))' "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"
     ;;
   replay_mixed)  # three checkpoints in one log, one unknown model: records in == records reported
     run_capture "$ORACLE" replay "$HERE/data/mixed_models.jsonl" --models "$G" --jobs 2 --report "$WORK/r.json"
     [ "$RC" -eq 1 ] || fail "exit $RC $(cat "$WORK/err")"
-    jq -e '.summary.records == 4 and .summary.plausible == 3 and .summary.unknown_model == 1 and
+    jq -e '.summary.records == 4 and .summary.match == 3 and .summary.unknown_model == 1 and
            (.records[0].model | endswith("llama2xs.gguf")) and (.records[1].model | endswith("llama2xs-q8_0.gguf")) and
            (.records[2].model | endswith("stories260K.gguf")) and (.records[3].error | test("gpt-4o-mini"))' \
       "$WORK/r.json" >/dev/null || fail "$(cat "$WORK/out")"

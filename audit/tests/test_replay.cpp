@@ -18,18 +18,14 @@
 #include "reference/compute/kv_cache.h"
 #include "audit/replay.h"
 #include "reference/base/sha256.h"
-#include "test_support.h"
+#include "fixture.h"
 
 using namespace oracle;
 using nlohmann::json;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  std::string p = oracle::test::models(rel);
-  if (!oracle::test::have(p)) FAIL("missing fixture " << p << " (set ORACLE_SHARED_DIR)");
-  return p;
-}
+using oracle::test::fixture;
 
 // stories260K + tok512, loaded once per process.
 struct Fixture {

@@ -1,12 +1,12 @@
-// llm_oracle: the certify statistics (audit/certify_stats.h) on caller-supplied
-// logit rows, and certify() on two models and a corpus (audit/certify.h).
+// llm_oracle: the certify statistics (audit/interop/logit_stats.h) on caller-supplied
+// logit rows, and certify() on two models and a corpus (audit/certify/certify.h).
 #include "llm_oracle/certify.h"
 
 #include "api/convert.h"
 #include "api/model_access.h"
-#include "audit/certify.h"
-#include "audit/certify_stats.h"
-#include "reference/base/errors.h"
+#include "audit/certify/certify.h"
+#include "audit/interop/logit_stats.h"
+#include "base/errors.h"
 
 namespace llm_oracle {
 

@@ -1,12 +1,12 @@
-// llm_oracle: compare (audit/compare.h, the figures of `oracle compare`) on
+// llm_oracle: compare (audit/interop/compare.h, the figures of `oracle compare`) on
 // caller-supplied logit rows.
 #include <nlohmann/json.hpp>
 
-#include "audit/compare.h"
-#include "audit/tensor_compare.h"
+#include "audit/interop/compare.h"
+#include "audit/interop/tensor_compare.h"
 #include "api/convert.h"
 #include "llm_oracle/compare.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace llm_oracle {
 

@@ -5,8 +5,8 @@
 
 #include "api/convert.h"
 #include "api/model_access.h"
-#include "audit/tensor_compare.h"
-#include "reference/base/errors.h"
+#include "audit/interop/tensor_compare.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/generate/generate.h"
 #include "reference/model/model.h"

@@ -10,8 +10,8 @@
 
 #include "faults/fault.h"
 #include "numerics/numerics.h"
-#include "reference/base/errors.h"
-#include "reference/base/thread_pool.h"
+#include "base/errors.h"
+#include "base/thread_pool.h"
 #include "reference/compute/ops.h"
 #include "reference/compute/qmatmul.h"
 #include "reference/compute/rope_table.h"

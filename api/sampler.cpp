@@ -2,7 +2,7 @@
 #include "llm_oracle/sampler.h"
 
 #include "api/convert.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace llm_oracle {
 

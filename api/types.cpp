@@ -4,7 +4,7 @@
 #include "llm_oracle/types.h"
 #include "llm_oracle/version.h"
 #include "numerics/contract_version.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
 #include "reference/model/quantize_rows.h"
 

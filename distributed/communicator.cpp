@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::dist {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "distributed/communicator.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::dist {
 

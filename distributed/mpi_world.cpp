@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "distributed/communicator.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::dist {
 

@@ -84,7 +84,7 @@
     "the SentencePiece dummy-prefix space is never stripped", "prop_tokenizer")                                  \
   X(TOKENIZER_TIE_RIGHTMOST, "reference/tokenizer", "SPM BigramOrder", "equal scores merge the rightmost pair",  \
     "prop_tokenizer test_tokenizer_conformance")                                                                 \
-  X(UTF8_DROP_INVALID, "reference/base", "Utf8Decoder::push", "invalid lead bytes dropped silently",            \
+  X(UTF8_DROP_INVALID, "base", "Utf8Decoder::push", "invalid lead bytes dropped silently",            \
     "test_detokenizer")                                                                           \
   X(DETOK_FLUSH_EACH_TOKEN, "reference/tokenizer", "StreamingDetokenizer::push",                                \
     "an incomplete UTF-8 sequence at the end of a token is replaced instead of held back",                     \

@@ -1,13 +1,13 @@
-// libFuzzer: the engine-log adapters (audit/replay_adapters.h) — llama.cpp
+// libFuzzer: the engine-log adapters (audit/replay/replay_adapters.h) — llama.cpp
 // server, OpenAI and vLLM records — on a byte-level synthetic vocabulary, and
 // the interop file readers (.npy, llama.cpp KLD base, safetensors dumps) on
 // the same bytes. Expected failures: nlohmann::json::exception and InputError.
 #include <nlohmann/json.hpp>
 
-#include "audit/dumps.h"
-#include "audit/kld_base.h"
-#include "audit/npy.h"
-#include "audit/replay_adapters.h"
+#include "audit/interop/dumps.h"
+#include "audit/interop/kld_base.h"
+#include "audit/interop/npy.h"
+#include "audit/replay/replay_adapters.h"
 #include "fuzz/fuzz_support.h"
 #include "reference/model/synthetic.h"
 

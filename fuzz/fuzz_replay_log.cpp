@@ -1,5 +1,5 @@
 // libFuzzer: the JSON record parsing behind replay logs. The replay log
-// parser (audit/replay_log.h parse_log_line) had not landed when this
+// parser (audit/replay/replay_log.h parse_log_line) had not landed when this
 // target was written, so it parses each input line as JSON and reads it as
 // a GenerationResult (reference/generate/generate.h from_json), the record the log
 // stores. Expected failures: nlohmann::json::exception and InputError.

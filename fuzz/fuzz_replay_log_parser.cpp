@@ -1,4 +1,4 @@
-// libFuzzer: the replay log parser itself (audit/replay_log.h) —
+// libFuzzer: the replay log parser itself (audit/replay/replay_log.h) —
 // read_log_lines on the input as a file (line splitting, CR handling, blank
 // lines) and parse_log_line on every line (strict schema, checked integers,
 // consistency checks). A record that parses must serialise and parse again to
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz/fuzz_support.h"
-#include "audit/replay_log.h"
+#include "audit/replay/replay_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char path[] = "/tmp/fuzz_replay_log_XXXXXX";

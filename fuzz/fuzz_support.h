@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::fuzz {
 

@@ -7,7 +7,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "reference/tokenizer/tokenizer.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 
 // The text decode(encode(text)) must give: every U+2581 becomes a space.
 static std::string spaces_for_sentencepiece_symbol(const std::string& text) {

@@ -29,11 +29,11 @@
 
 #include "optimized/device_batch.h"
 #include "optimized/device_sequence.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/generate/generate.h"
 #include "numerics/numerics.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "reference/generate/speculative.h"
 #include "tests_common/test_support.h"
 

@@ -16,7 +16,7 @@
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::optimized {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::optimized {
 

@@ -11,7 +11,7 @@
 #include "kernels/softmax.cuh"
 #include "numerics/numerics.h"
 #include "numerics/philox.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::optimized {
 

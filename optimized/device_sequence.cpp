@@ -3,7 +3,7 @@
 
 #include "kernels/speculative.cuh"
 #include "optimized/device_sampler.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::optimized {
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 #include "property_tests/generators.h"
 #include "reference/compute/forward.h"

@@ -6,7 +6,7 @@
 #include <rapidcheck/catch.h>
 
 #include "property_tests/generators.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/synthetic.h"
 #include "reference/tokenizer/detokenizer.h"
 #include "reference/tokenizer/tokenizer.h"

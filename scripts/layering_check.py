@@ -10,7 +10,7 @@ tree obeys the rules, 1 (with one line per violation) when it does not.
 """
 import pathlib, re, shutil, sys, tempfile
 
-REF = ["reference/base", "reference/model", "reference/tokenizer", "reference/compute",
+REF = ["base", "reference/model", "reference/tokenizer", "reference/compute",
        "reference/sampling", "reference/generate"]
 BOTTOM = ["numerics", "faults"]
 # Folder (longest prefix wins) -> folders it may include. A folder may always
@@ -18,14 +18,16 @@ BOTTOM = ["numerics", "faults"]
 RULES = {
     "numerics": [],  # the standard library only (faults/ plants its hooks from the layers above)
     "faults": [],
-    "reference/base": BOTTOM,
-    "reference/model": BOTTOM + ["reference/base"],
-    "reference/tokenizer": BOTTOM + ["reference/base", "reference/model"],
-    "reference/compute": BOTTOM + ["reference/base", "reference/model"],
-    "reference/sampling": BOTTOM + ["reference/base"],
+    "base": BOTTOM,
+    "reference/model": BOTTOM + ["base"],
+    "reference/tokenizer": BOTTOM + ["base", "reference/model"],
+    "reference/compute": BOTTOM + ["base", "reference/model"],
+    "reference/sampling": BOTTOM + ["base"],
     "reference/generate": BOTTOM + REF,
     "reference/tests": BOTTOM + REF + ["tests_common"],
-    "audit": BOTTOM + REF,
+    "audit/interop": BOTTOM + REF,  # logit stats, compare, dumps, KLD base files, quantize, SVG
+    "audit/certify": BOTTOM + REF + ["audit/interop"],
+    "audit/replay": BOTTOM + REF,  # replay never needs certify or interop
     "audit/tests": BOTTOM + REF + ["audit", "tests_common"],
     "kernels": BOTTOM,
     "kernels/tests": BOTTOM + REF + ["kernels", "tests_common"],
@@ -49,19 +51,21 @@ RULES = {
 }
 # Single files a folder may include beyond its rules: the installed public headers
 # include the one self-contained internal header they ship with.
-EXTRA = {"include": ["reference/base/errors.h"]}
+EXTRA = {"include": ["base/errors.h"]}
 SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Probes for --prove: (file, an include that must be refused there).
-PROBES = [("numerics/numerics.h", "reference/base/errors.h"),
+PROBES = [("numerics/numerics.h", "base/errors.h"),
           ("numerics/numerics.h", "faults/fault.h"),
-          ("reference/base/errors.h", "reference/model/model.h"),
+          ("base/errors.h", "reference/model/model.h"),
           ("reference/model/model.h", "reference/compute/forward.h"),
           ("reference/sampling/sampler.h", "reference/model/model.h"),
-          ("reference/compute/forward.h", "audit/replay.h"),
-          ("reference/generate/generate.h", "audit/certify.h"),
+          ("reference/compute/forward.h", "audit/replay/replay.h"),
+          ("reference/generate/generate.h", "audit/certify/certify.h"),
           ("kernels/matmul.cuh", "reference/compute/ops.h"),
-          ("audit/replay.h", "tools/commands.h"),
+          ("audit/replay/replay.h", "tools/commands.h"),
+          ("audit/replay/replay.h", "audit/certify/certify.h"),
+          ("audit/interop/compare.h", "audit/certify/certify.h"),
           ("reference/compute/tensor_split.h", "distributed/communicator.h"),
           ("distributed/communicator.h", "tools/commands.h"),
           ("include/llm_oracle/ops.h", "reference/compute/ops.h"),

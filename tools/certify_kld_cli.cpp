@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "audit/certify_kld.h"
-#include "reference/base/utf8.h"
-#include "reference/base/errors.h"
-#include "reference/base/sha256.h"
+#include "audit/certify/certify_kld.h"
+#include "base/utf8.h"
+#include "base/errors.h"
+#include "base/sha256.h"
 #include "tools/version.h"
 
 namespace oracle::tools {

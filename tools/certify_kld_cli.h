@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "audit/certify.h"
-#include "audit/certify_report.h"
+#include "audit/certify/certify.h"
+#include "audit/certify/certify_report.h"
 
 namespace oracle::tools {
 

@@ -7,8 +7,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
-#include "reference/base/escape.h"
+#include "base/errors.h"
+#include "base/escape.h"
 
 namespace oracle::tools {
 

@@ -5,7 +5,7 @@
 //   stderr, always one line:  oracle <cmd>: error: <file>: <field>: <message>
 //   stdout, with --json:      {"error": {"file", "field", "message", "exit_code"}}
 // Every byte that came from a file or the command line is escaped
-// (reference/base/errors.h escape_bytes). Command-line mistakes name the file
+// (base/errors.h escape_bytes). Command-line mistakes name the file
 // "command line" and the option as the field.
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -13,8 +13,8 @@
 #include <limits>
 #include <string>
 
-#include "reference/base/checked_int.h"
-#include "reference/base/escape.h"
+#include "base/checked_int.h"
+#include "base/escape.h"
 
 namespace oracle::tools {
 

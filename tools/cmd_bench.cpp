@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/tensor_parallel.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "numerics/numerics.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"

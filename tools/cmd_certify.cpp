@@ -13,14 +13,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "audit/certify.h"
-#include "audit/certify_report.h"
-#include "reference/base/errors.h"
-#include "reference/base/escape.h"
-#include "reference/base/utf8.h"
-#include "reference/base/sha256.h"
+#include "audit/certify/certify.h"
+#include "audit/certify/certify_report.h"
+#include "base/errors.h"
+#include "base/escape.h"
+#include "base/utf8.h"
+#include "base/sha256.h"
 #include "tools/certify_kld_cli.h"
-#include "reference/base/file_io.h"
+#include "base/file_io.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"

@@ -1,7 +1,7 @@
 // oracle compare: another engine's logits (safetensors or .npy, with their
 // token ids) against the reference teacher-forced on the same ids, or two
 // dumps against each other; --trace compares trace dumps op by op
-// (docs/interop.md, "oracle compare"). Logic in audit/compare.h.
+// (docs/interop.md, "oracle compare"). Logic in audit/interop/compare.h.
 //   oracle compare THEIRS.safetensors [--model M]            reference vs theirs
 //   oracle compare OURS.safetensors THEIRS.safetensors       dump vs dump
 //   oracle compare --trace THEIRS_TRACE.safetensors [OURS_TRACE] [--model M]
@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/compare.h"
-#include "audit/dumps.h"
-#include "reference/base/atomic_file.h"
-#include "reference/base/errors.h"
+#include "audit/interop/compare.h"
+#include "audit/interop/dumps.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/numerics_arg.h"

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/kv_cache.h"
 #include "numerics/numerics.h"
 #include "tools/commands.h"

@@ -25,11 +25,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/generate/generate.h"
-#include "reference/base/escape.h"
-#include "reference/base/file_io.h"
-#include "reference/base/json_util.h"
+#include "base/escape.h"
+#include "base/file_io.h"
+#include "base/json_util.h"
 #include "reference/tokenizer/chat_template.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
@@ -251,7 +251,7 @@ static LoadedModel load(const fs::path& base, const std::string& model, const st
   return load_model_and_tokenizer(a);
 }
 
-// Temp file + fsync + rename (reference/base/file_io.h): a reader never sees a
+// Temp file + fsync + rename (base/file_io.h): a reader never sees a
 // half-written transcript, and a failed write leaves the old one intact.
 static void write_transcript_atomic(const std::string& path, const std::string& text) {
   oracle::write_file_atomic(path, "DIR", text);

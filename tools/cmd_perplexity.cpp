@@ -1,16 +1,16 @@
 // oracle perplexity: one model's perplexity on a corpus, chunked like
 // llama-perplexity (docs/certify.md#perplexity).
 //   oracle perplexity -m MODEL -f CORPUS [-c CTX] [--protocol llamacpp|full] [--json]
-// The chunks and the statistics are certify's (audit/certify.h) with the
+// The chunks and the statistics are certify's (audit/certify/certify.h) with the
 // model as its own candidate, so the numbers equal certify's "PPL reference".
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "audit/certify.h"
-#include "reference/base/errors.h"
-#include "reference/base/sha256.h"
+#include "audit/certify/certify.h"
+#include "base/errors.h"
+#include "base/sha256.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/progress.h"

@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
-#include "audit/quantize_gguf.h"
+#include "audit/interop/quantize_gguf.h"
 #include "reference/model/quantize_rows.h"
-#include "audit/quantize_policy.h"
+#include "audit/interop/quantize_policy.h"
 #include "tools/commands.h"
 
 namespace oracle::tools {

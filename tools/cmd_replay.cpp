@@ -1,7 +1,7 @@
 // oracle replay: re-run every record of a sampling-tuple log (or check foreign
 // completion records for plausibility) on the reference; summary table on
 // stdout, optional JSON report, exit 1 when a record fails, 2 on unusable
-// input (docs/replay.md). A thin layer over audit/replay.h.
+// input (docs/replay.md). A thin layer over audit/replay/replay.h.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,16 +9,16 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
-#include "audit/replay.h"
-#include "audit/replay_calibration.h"
-#include "audit/replay_engines.h"
+#include "base/errors.h"
+#include "audit/replay/replay.h"
+#include "audit/replay/replay_calibration.h"
+#include "audit/replay/replay_engines.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
-#include "reference/base/atomic_file.h"
-#include "reference/base/file_io.h"
+#include "base/atomic_file.h"
+#include "base/file_io.h"
 #include "tools/commands.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "tools/device_backend.h"
 #include "tools/progress.h"
 #include "tools/model_args.h"
@@ -32,7 +32,7 @@ struct ReplayOptions {
   bool json = false;     // --json: the JSON report on stdout instead of the table
   bool quiet = false;    // --quiet: no progress
   ModelOptions model;       // overrides; empty = the first own record's model
-  std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay_engines.h)
+  std::string models;       // --models DIR|MANIFEST: mixed-model logs (audit/replay/replay_engines.h)
   oracle::ReplayOptions replay;
   std::string mode = "auto";  // --mode (parsed into replay.mode)
   ShardOptions shard;         // --shard I/N --part FILE (tools/shard.h)

@@ -7,13 +7,13 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "audit/dumps.h"
-#include "audit/replay_log.h"
-#include "reference/base/errors.h"
+#include "audit/interop/dumps.h"
+#include "audit/replay/replay_log.h"
+#include "base/errors.h"
 #include "reference/generate/generate.h"
-#include "audit/replay_log.h"
-#include "audit/dumps.h"
-#include "reference/base/file_io.h"
+#include "audit/replay/replay_log.h"
+#include "audit/interop/dumps.h"
+#include "base/file_io.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/model_args.h"
@@ -36,7 +36,7 @@ struct RunOptions {
   GenerateOptions gen;  // max_tokens, sampler, stops, threads (copied from model.threads)
   bool ignore_eos = false;
   bool json = false;
-  std::string log;  // --log F.jsonl: append the sampling tuple (audit/replay_log.h)
+  std::string log;  // --log F.jsonl: append the sampling tuple (audit/replay/replay_log.h)
   DraftOptions spec;  // --draft-model / --spec-ngram (tools/spec_args.h)
   std::string backend = "reference";  // or cuda-emu / cuda (tools/device_backend.h)
   std::string mode = "deterministic"; // device backends: deterministic or fast
@@ -48,7 +48,7 @@ struct RunOptions {
   std::string system;                   // --system TEXT: a system turn first
   std::string chat_format;              // --chat-format NAME: overrides template detection
   bool no_parse_special = false;        // --no-parse-special: control-token texts stay text
-  std::string dump_logits, dump_trace;  // safetensors dumps (audit/dumps.h)
+  std::string dump_logits, dump_trace;  // safetensors dumps (audit/interop/dumps.h)
   std::string numerics = "canonical";   // --numerics (tools/numerics_arg.h)
 };
 

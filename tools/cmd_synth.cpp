@@ -4,10 +4,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
-#include "reference/base/sha256.h"
+#include "base/errors.h"
+#include "base/sha256.h"
 #include "reference/model/synthetic.h"
-#include "reference/base/file_io.h"
+#include "base/file_io.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 #include "tools/synth_gguf.h"

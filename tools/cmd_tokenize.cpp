@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "reference/base/errors.h"
-#include "reference/base/escape.h"
+#include "base/errors.h"
+#include "base/escape.h"
 #include "tools/commands.h"
 #include "tools/model_args.h"
 

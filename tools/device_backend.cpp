@@ -1,7 +1,7 @@
 // Which device pipeline `--backend` names — see device_backend.h.
 #include "tools/device_backend.h"
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::tools {
 

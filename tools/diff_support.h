@@ -1,7 +1,7 @@
 #pragma once
-// `oracle diff`'s tensor comparison lives in audit/tensor_compare.h (shared
+// `oracle diff`'s tensor comparison lives in audit/interop/tensor_compare.h (shared
 // with `oracle compare`); these names keep the tools' spelling.
-#include "audit/tensor_compare.h"
+#include "audit/interop/tensor_compare.h"
 
 namespace oracle::tools {
 using oracle::compare_tensor;

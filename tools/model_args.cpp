@@ -1,8 +1,8 @@
 #include "tools/model_args.h"
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "reference/model/synthetic.h"
 #include "reference/model/loaders.h"
 #include "reference/tokenizer/tokenizer_files.h"

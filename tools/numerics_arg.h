@@ -6,7 +6,7 @@
 #include <string>
 
 #include "numerics/profile.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::tools {
 

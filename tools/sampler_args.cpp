@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle::tools {
 

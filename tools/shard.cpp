@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <limits>
 
-#include "reference/base/errors.h"
-#include "reference/base/file_io.h"
-#include "reference/base/json_util.h"
+#include "base/errors.h"
+#include "base/file_io.h"
+#include "base/json_util.h"
 
 namespace oracle::tools {
 

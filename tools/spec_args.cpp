@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "tools/cli_common.h"
 

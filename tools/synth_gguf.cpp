@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf_writer.h"
 #include "reference/model/synthetic_gguf.h"
 #include "numerics/numerics.h"

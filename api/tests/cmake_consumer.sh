@@ -12,7 +12,7 @@ test -f "$WORK/prefix/include/llm_oracle/llm_oracle.h"
 test -f "$WORK/prefix/lib/cmake/LLMOracle/LLMOracleConfigVersion.cmake"
 grep -q "LLMOracle_NUMERICS_VERSION $NUMERICS" "$WORK/prefix/lib/cmake/LLMOracle/LLMOracleConfigVersion.cmake"
 # No internal header but the one InputError header is installed.
-extra=$(cd "$WORK/prefix/include" && find . -name '*.h' | grep -v '^./llm_oracle/' | grep -v '^./reference/base/errors.h$' || true)
+extra=$(cd "$WORK/prefix/include" && find . -type f | grep -v '^./llm_oracle/[a-z_]*\.h$' | grep -v '^./llm_oracle/internal/base/errors.h$' || true)
 [ -z "$extra" ] || { echo "internal headers installed: $extra"; exit 1; }
 cmake -S "$SRC/examples/cmake-consumer" -B "$WORK/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$CXX" \
       -DCMAKE_PREFIX_PATH="$WORK/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$WORK/configure.log"

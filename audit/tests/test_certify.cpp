@@ -11,16 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "audit/certify.h"
-#include "audit/certify_figures.h"
-#include "audit/certify_report.h"
-#include "audit/certify_stats.h"
-#include "reference/base/errors.h"
+#include "audit/certify/certify.h"
+#include "audit/certify/certify_figures.h"
+#include "audit/certify/certify_report.h"
+#include "audit/interop/logit_stats.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "numerics/numerics.h"
-#include "audit/svg.h"
-#include "audit/svg_plot.h"
+#include "audit/interop/svg.h"
+#include "audit/interop/svg_plot.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "audit/compare.h"
-#include "audit/dumps.h"
-#include "audit/npy.h"
+#include "audit/interop/compare.h"
+#include "audit/interop/dumps.h"
+#include "audit/interop/npy.h"
 #include "fixture.h"
 #include "reference/model/model.h"
 #include "numerics/numerics.h"

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <random>
 
-#include "audit/certify_kld.h"
-#include "audit/kld_base.h"
+#include "audit/certify/certify_kld.h"
+#include "audit/interop/kld_base.h"
 #include "fixture.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/model.h"
 
 using namespace oracle;

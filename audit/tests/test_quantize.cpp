@@ -1,4 +1,4 @@
-// quantize_rows.h / audit/quantize_gguf.h: our Q8_0/Q4_0 blocks are byte-identical to llama.cpp's own
+// quantize_rows.h / audit/interop/quantize_gguf.h: our Q8_0/Q4_0 blocks are byte-identical to llama.cpp's own
 // llama-quantize output for llama2xs; quantize -> dequantize stays within each
 // format's error bound (RapidCheck); edge cases of the scalar helpers.
 #include <catch2/catch.hpp>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
-#include "audit/quantize_gguf.h"
+#include "audit/interop/quantize_gguf.h"
 #include "reference/model/quantize_rows.h"
 #include "test_support.h"
 

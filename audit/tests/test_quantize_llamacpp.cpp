@@ -20,9 +20,9 @@
 #include "fixture.h"
 #include "reference/model/gguf.h"
 #include "reference/model/quant.h"
-#include "audit/quantize_gguf.h"
+#include "audit/interop/quantize_gguf.h"
 #include "reference/model/quantize_rows.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 
 using namespace oracle;
 

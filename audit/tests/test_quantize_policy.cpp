@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
-#include "audit/quantize_policy.h"
+#include "audit/interop/quantize_policy.h"
 
 using namespace oracle;
 

@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
-#include "audit/replay.h"
-#include "reference/base/sha256.h"
+#include "audit/replay/replay.h"
+#include "base/sha256.h"
 #include "fixture.h"
 
 using namespace oracle;

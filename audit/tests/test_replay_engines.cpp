@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/replay_adapters.h"
-#include "audit/replay_engines.h"
-#include "reference/base/errors.h"
+#include "audit/replay/replay_adapters.h"
+#include "audit/replay/replay_engines.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "fixture.h"

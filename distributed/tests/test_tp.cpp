@@ -11,7 +11,7 @@
 
 #include "distributed/communicator.h"
 #include "distributed/tensor_parallel.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "reference/compute/forward.h"
 #include "numerics/numerics.h"
 #include "test_support.h"

@@ -16,7 +16,7 @@
 #include "kernels/sampler.cuh"
 #include "kernels/softmax.cuh"
 #include "kernels/speculative.cuh"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/model.h"
 #include "reference/compute/ops.h"
 #include "reference/model/quant.h"

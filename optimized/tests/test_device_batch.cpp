@@ -20,7 +20,7 @@
 
 #include "optimized/device_batch.h"
 #include "optimized/device_sequence.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/generate/generate.h"
 #include "reference/generate/speculative.h"
 #include "reference/model/model.h"

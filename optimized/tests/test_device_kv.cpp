@@ -17,7 +17,7 @@
 #include "kernels/tests/kernel_test_support.h"
 #include "optimized/tests/device_test_support.h"
 #include "optimized/backend.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "reference/model/model.h"

@@ -12,7 +12,7 @@
 
 #include "kernels/tests/kernel_test_support.h"
 #include "optimized/device_sampler.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/generate/speculative.h"
 #include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampler.h"

@@ -16,7 +16,7 @@
 #include <set>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
 #include "reference/compute/qmatmul.h"
@@ -24,7 +24,7 @@
 #include "reference/model/quant.h"
 #include "reference/model/quantize_rows.h"
 #include "reference/compute/rope_table.h"
-#include "reference/base/memory_budget.h"
+#include "base/memory_budget.h"
 
 namespace oracle {
 

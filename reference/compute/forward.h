@@ -14,7 +14,7 @@
 #include "reference/compute/kv_cache.h"
 #include "reference/compute/tensor_split.h"
 #include "reference/model/model.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 #include "numerics/profile.h"
 
 namespace oracle {

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
-#include "reference/base/memory_budget.h"
+#include "base/errors.h"
+#include "base/memory_budget.h"
 
 namespace oracle {
 

@@ -8,7 +8,7 @@
 // except the pool a caller passes to matmul.
 // ============================================================================
 #include "numerics/spec.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace oracle::ops {
 

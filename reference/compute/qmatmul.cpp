@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
 #include "reference/model/quant.h"

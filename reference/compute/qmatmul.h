@@ -16,7 +16,7 @@
 #include <span>
 
 #include "reference/model/model.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace oracle::ops {
 

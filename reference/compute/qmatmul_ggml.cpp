@@ -10,7 +10,7 @@
 
 #include "faults/fault.h"
 #include "numerics/numerics.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/ops.h"
 #include "reference/model/quant_levels.h"
 

@@ -22,7 +22,7 @@
 #include "reference/compute/qmatmul.h"
 #include "reference/model/model.h"
 #include "reference/model/quant.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace oracle::ops {
 

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
-#include "reference/base/json_util.h"
+#include "base/json_util.h"
 #include "reference/compute/kv_cache.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "reference/generate/stop.h"
 
 namespace oracle {

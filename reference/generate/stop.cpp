@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
-#include "reference/base/utf8.h"
+#include "base/errors.h"
+#include "base/utf8.h"
 
 namespace oracle {
 

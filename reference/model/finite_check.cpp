@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
 
 namespace oracle {

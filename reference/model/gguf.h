@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/base/mmap_file.h"
+#include "base/mmap_file.h"
 #include "reference/model/model.h"
 
 namespace oracle {

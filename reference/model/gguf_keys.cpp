@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle {
 

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
-#include "reference/base/file_io.h"
+#include "base/file_io.h"
 
 namespace oracle {
 
@@ -246,7 +246,7 @@ uint64_t GgufWriter::write_to(const ByteSink& sink) const {
 }
 
 // Written to a temporary file in the target's directory, renamed on success
-// (AtomicWriter, reference/base/file_io.h): a failed write leaves any
+// (AtomicWriter, base/file_io.h): a failed write leaves any
 // previous file intact and no half-written one.
 void GgufWriter::write(const std::string& path) const {
   AtomicWriter out(path, "file");

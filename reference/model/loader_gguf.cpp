@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/model/loaders.h"
 #include "reference/model/quant.h"

@@ -8,9 +8,9 @@
 //   wcls (vocab, dim)  [only when vocab_size < 0].
 #include <cstring>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/loaders.h"
-#include "reference/base/escape.h"
+#include "base/escape.h"
 
 namespace oracle {
 

@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/loaders.h"
 #include "reference/model/quant.h"
 #include "reference/model/rope_factors.h"
-#include "reference/base/file_io.h"
-#include "reference/base/json_util.h"
+#include "base/file_io.h"
+#include "base/json_util.h"
 
 namespace oracle {
 

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/loaders.h"
-#include "reference/base/sha256.h"
-#include "reference/base/escape.h"
-#include "reference/base/file_io.h"
+#include "base/sha256.h"
+#include "base/escape.h"
+#include "base/file_io.h"
 #include "reference/model/finite_check.h"
 
 namespace oracle {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/base/mmap_file.h"
+#include "base/mmap_file.h"
 
 namespace oracle {
 

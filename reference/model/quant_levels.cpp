@@ -4,7 +4,7 @@
 #include "reference/model/quant_levels.h"
 
 #include "numerics/numerics.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/quant.h"
 #include "reference/model/quant_bits.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 
 namespace oracle::qh {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
 #include "reference/model/quantize_helpers.h"

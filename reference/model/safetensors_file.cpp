@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/atomic_file.h"
-#include "reference/base/errors.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 
 namespace oracle {

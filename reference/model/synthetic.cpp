@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/loaders.h"
 #include "reference/model/rope_factors.h"
 

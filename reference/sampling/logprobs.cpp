@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/json_util.h"
+#include "base/json_util.h"
 #include "numerics/numerics.h"
 
 namespace oracle {

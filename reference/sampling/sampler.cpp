@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 
 namespace oracle {

@@ -48,7 +48,7 @@ struct SamplingContext {
 };
 
 // How far past a filter's own boundary a removed candidate was (replay's
-// "borderline" test, audit/replay.h): a logit distance for top-k and llamacpp
+// "borderline" test, audit/replay/replay.h): a logit distance for top-k and llamacpp
 // min-p, a probability-mass distance for top-p and hf min-p; +inf where there
 // is no boundary to be near (banned, or a processor that removes nothing).
 struct RemovalMargin {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
-#include "reference/base/json_util.h"
+#include "base/errors.h"
+#include "base/json_util.h"
 #include "reference/sampling/sampler.h"
 
 namespace oracle {

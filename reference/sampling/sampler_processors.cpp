@@ -5,7 +5,7 @@
 #include <map>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/sampling/sampler.h"
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader_fixtures.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/model/gguf_keys.h"
 #include "reference/model/synthetic_gguf.h"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/tokenizer/chat_template.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "fixture.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "loader_fixtures.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/model/gguf_writer.h"
 

@@ -7,7 +7,7 @@
 #include "reference/tokenizer/detokenizer.h"
 #include "reference/model/gguf.h"
 #include "reference/tokenizer/tokenizer.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 #include "fixture.h"
 
 using namespace oracle;

@@ -18,7 +18,7 @@
 
 #include "bit_compare.h"
 #include "forward_test_util.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
 

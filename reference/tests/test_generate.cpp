@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/generate/generate.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -17,13 +17,13 @@
 #include <fstream>
 #include <limits>
 
-#include "reference/base/checked_int.h"
-#include "reference/base/escape.h"
-#include "reference/base/file_io.h"
-#include "reference/base/memory_budget.h"
-#include "reference/base/errors.h"
+#include "base/checked_int.h"
+#include "base/escape.h"
+#include "base/file_io.h"
+#include "base/memory_budget.h"
+#include "base/errors.h"
 #include "reference/compute/forward.h"
-#include "reference/base/json_util.h"
+#include "base/json_util.h"
 #include "reference/compute/kv_cache.h"
 #include "reference/model/finite_check.h"
 #include "reference/model/synthetic.h"

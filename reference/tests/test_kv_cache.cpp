@@ -9,7 +9,7 @@
 
 #include "bit_compare.h"
 #include "forward_test_util.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 using namespace oracle;
 using namespace oracle::test;

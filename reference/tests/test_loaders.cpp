@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "loader_fixtures.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/model/gguf_writer.h"
 #include "reference/model/loaders.h"

@@ -11,7 +11,7 @@
 #include "bit_compare.h"
 #include "numerics/numerics.h"
 #include "reference/compute/ops.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 
 using namespace oracle;
 using oracle::test::first_bit_mismatch;

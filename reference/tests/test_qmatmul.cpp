@@ -21,7 +21,7 @@
 #include "reference/compute/ops.h"
 #include "reference/compute/qmatmul.h"
 #include "reference/model/quant.h"
-#include "reference/base/thread_pool.h"
+#include "base/thread_pool.h"
 
 using namespace oracle;
 using oracle::test::first_bit_mismatch;

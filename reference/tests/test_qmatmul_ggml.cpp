@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "numerics/numerics.h"
-#include "reference/base/errors.h"
-#include "reference/base/thread_pool.h"
+#include "base/errors.h"
+#include "base/thread_pool.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "reference/compute/qmatmul_ggml.h"

@@ -11,7 +11,7 @@
 
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 
 using namespace oracle;
 

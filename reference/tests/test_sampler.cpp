@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <rapidcheck/catch.h>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampler.h"
 

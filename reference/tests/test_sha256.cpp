@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "reference/base/sha256.h"
+#include "base/sha256.h"
 #include "test_support.h"
 
 using namespace oracle;

@@ -24,7 +24,7 @@
 
 #include "bit_compare.h"
 #include "spec_test_util.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/generate/speculative.h"
 
 using namespace oracle;

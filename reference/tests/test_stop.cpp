@@ -7,7 +7,7 @@
 
 #include <cstdlib>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/generate/stop.h"
 #include "reference/tokenizer/tokenizer.h"
 #include "fixture.h"

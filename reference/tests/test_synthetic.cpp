@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/synthetic.h"
 #include "reference/tokenizer/tokenizer.h"
 

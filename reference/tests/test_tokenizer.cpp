@@ -13,13 +13,13 @@
 #include <random>
 #include <sstream>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/model/synthetic.h"
 #include "reference/tokenizer/tokenizer.h"
 #include "reference/tokenizer/tokenizer_impl.h"
 #include "reference/tokenizer/unicode_class.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 #include "fixture.h"
 #include "llama2c_encode.h"
 

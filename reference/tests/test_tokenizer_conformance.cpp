@@ -17,7 +17,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "reference/tokenizer/tokenizer.h"
 #include "test_support.h"

@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/base/errors.h"
-#include "reference/base/sha256.h"
+#include "base/errors.h"
+#include "base/sha256.h"
 #include "reference/generate/generate.h"
 #include "reference/generate/stop.h"
 #include "reference/model/synthetic.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <utility>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 
 namespace oracle {
 

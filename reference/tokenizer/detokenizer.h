@@ -9,7 +9,7 @@
 #include <string>
 
 #include "reference/tokenizer/tokenizer.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 
 namespace oracle {
 

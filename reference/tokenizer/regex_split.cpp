@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "reference/tokenizer/unicode_class.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 
 namespace oracle {
 

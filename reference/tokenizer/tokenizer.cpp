@@ -8,9 +8,9 @@
 #include <cstdio>
 
 #include "faults/fault.h"
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/tokenizer/tokenizer_impl.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 
 namespace oracle {
 

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "reference/base/errors.h"
-#include "reference/base/file_io.h"
+#include "base/errors.h"
+#include "base/file_io.h"
 #include "reference/model/gguf.h"
 #include "reference/tokenizer/tokenizer.h"
 

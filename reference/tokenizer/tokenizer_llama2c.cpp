@@ -9,9 +9,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "reference/base/errors.h"
+#include "base/errors.h"
 #include "reference/tokenizer/tokenizer.h"
-#include "reference/base/file_io.h"
+#include "base/file_io.h"
 
 namespace oracle {
 

@@ -10,7 +10,7 @@
 
 #include "faults/fault.h"
 #include "reference/tokenizer/tokenizer_impl.h"
-#include "reference/base/utf8.h"
+#include "base/utf8.h"
 
 namespace oracle {
 

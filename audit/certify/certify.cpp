@@ -1,0 +1,271 @@
+// Certification pipeline: corpus -> chunks -> per-token records of both
+// models -> summary (see certify.h and docs/certify.md).
+#include "audit/certify/certify.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "base/errors.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
+#include "numerics/numerics.h"
+#include "base/thread_pool.h"
+#include "reference/tokenizer/tokenizer.h"
+
+namespace oracle {
+
+// ============================================================================
+// Compatibility
+// ============================================================================
+void require_comparable(const Model& ref, const Model& cand) {
+  const std::string& f = cand.path;
+  require_input(cand.config.architecture == ref.config.architecture, f, "general.architecture",
+                "candidate architecture '" + cand.config.architecture + "' differs from the reference's '" +
+                    ref.config.architecture + "'");
+  require_input(cand.config.vocab_size == ref.config.vocab_size, f, "vocab_size",
+                "candidate vocabulary of " + std::to_string(cand.config.vocab_size) +
+                    " tokens differs from the reference's " + std::to_string(ref.config.vocab_size));
+  require_input(!ref.vocab.tokens.empty(), ref.path, "tokenizer.ggml.tokens",
+                "the reference embeds no tokenizer");
+  require_input(cand.vocab.tokens.empty() || cand.vocab.tokens == ref.vocab.tokens, f,
+                "tokenizer.ggml.tokens", "candidate and reference tokenizers have different pieces");
+  require_input(cand.vocab.tokens.empty() || (cand.vocab.bos_id == ref.vocab.bos_id &&
+                                              cand.vocab.eos_id == ref.vocab.eos_id),
+                f, "tokenizer.ggml.bos_token_id", "candidate and reference special token ids differ");
+}
+
+namespace {
+
+// ============================================================================
+// Chunks
+// ============================================================================
+}  // namespace
+
+// llamacpp: perplexity.cpp's chunks — the first token of each chunk becomes BOS
+// only when the vocabulary's add_bos is true (`if (add_bos && j == 0)`), as the
+// corpus itself was tokenized with BOS only then. full: [BOS] + n - 1 tokens.
+std::vector<CertifyChunk> make_certify_chunks(const std::vector<int>& corpus, int bos, bool add_bos,
+                                              const CertifyOptions& o) {
+  std::vector<CertifyChunk> chunks;
+  const int n = o.ctx;
+  if (o.protocol == Protocol::LlamaCpp) {
+    for (size_t s = 0; s + n <= corpus.size(); s += n) {
+      CertifyChunk c{std::vector<int>(corpus.begin() + s, corpus.begin() + s + n), n / 2};
+      if (add_bos) c.tokens[0] = bos;
+      chunks.push_back(std::move(c));
+    }
+  } else {
+    for (size_t s = 0; s + (n - 1) <= corpus.size(); s += n - 1) {
+      CertifyChunk c{{bos}, 0};
+      c.tokens.insert(c.tokens.end(), corpus.begin() + s, corpus.begin() + s + (n - 1));
+      chunks.push_back(std::move(c));
+    }
+  }
+  if (o.max_chunks > 0 && (int)chunks.size() > o.max_chunks) chunks.resize(o.max_chunks);
+  return chunks;
+}
+
+namespace {
+
+KvCacheOptions kv_options(int ctx, bool int8) {
+  KvCacheOptions k;
+  k.max_seqs = 1;
+  k.max_tokens = ctx;
+  k.int8 = int8;
+  return k;
+}
+
+std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const CertifyChunk& c, int index,
+                                     const CertifyOptions& o) {
+  std::vector<float> lr = certify_chunk_logits(ref, c.tokens, false);
+  std::vector<float> lc = o.candidate_forward
+                              ? o.candidate_forward(cand, c.tokens, true)
+                              : certify_chunk_logits(cand, c.tokens, o.candidate_kv_int8, o.candidate_numerics);
+  const int v = ref.config.vocab_size;
+  std::vector<TokenRecord> out;
+  for (int j = c.first_scored; j + 1 < (int)c.tokens.size(); j++) {
+    TokenRecord r = compare_logits(&lr[(size_t)j * v], &lc[(size_t)j * v], v, c.tokens[j + 1]);
+    r.chunk = index;
+    r.pos = j;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ============================================================================
+// Greedy agreement
+// ============================================================================
+std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& prompt, int steps, bool kv_int8,
+                                     num::NumericsProfile numerics) {
+  KvCache kv(m.config, kv_options((int)prompt.size() + steps, kv_int8));
+  ForwardOptions fo;
+  fo.numerics = numerics;
+  std::vector<float> logits = forward(m, kv, 0, prompt, fo);
+  std::vector<int> out;
+  for (int s = 0; s < steps; s++) {
+    int next = num::argmax_lowest(logits.data(), m.config.vocab_size);
+    out.push_back(next);
+    if (s + 1 < steps) logits = forward(m, kv, 0, std::vector<int>{next}, fo);
+  }
+  return out;
+}
+
+// The same on the candidate's own forward pass: the whole sequence again each step
+// (a fresh sequence in one call gives the incremental logits bit for bit).
+std::vector<int> greedy_continuation_with(const CertifyOptions& o, const Model& m, std::vector<int> seq, int steps) {
+  std::vector<int> out;
+  for (int s = 0; s < steps; s++) {
+    const std::vector<float> logits = o.candidate_forward(m, seq, false);
+    out.push_back(num::argmax_lowest(logits.data(), m.config.vocab_size));
+    seq.push_back(out.back());
+  }
+  return out;
+}
+
+int first_divergence(const Model& ref, const Model& cand, const std::vector<int>& prompt,
+                     const CertifyOptions& o) {
+  std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false, num::NumericsProfile::Canonical);
+  std::vector<int> b = o.candidate_forward ? greedy_continuation_with(o, cand, prompt, o.greedy_steps)
+                                           : greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8,
+                                                                 o.candidate_numerics);
+  int i = 0;
+  while (i < o.greedy_steps && a[i] == b[i]) i++;
+  return i;
+}
+
+// Prompt i: BOS + the first greedy_prompt_tokens tokens after chunk i's start.
+std::vector<std::vector<int>> greedy_prompts(const std::vector<std::vector<int>>& chunks, int bos,
+                                             const CertifyOptions& o) {
+  std::vector<std::vector<int>> prompts;
+  int n = std::min<int>(o.greedy_prompts, (int)chunks.size());
+  for (int i = 0; i < n; i++) {
+    std::vector<int> p{bos};
+    p.insert(p.end(), chunks[i].begin() + 1, chunks[i].begin() + 1 + o.greedy_prompt_tokens);
+    prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
+// ============================================================================
+// Parallel driver: work item i writes slot i only; one mutex guards progress.
+// ============================================================================
+template <class Fn>
+void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress_base, int total,
+                       Fn fn) {
+  std::mutex mu;
+  int done = progress_base;
+  ThreadPool pool(std::max(1, std::min(threads, n)));
+  pool.parallel_for(n, [&](int begin, int end) {
+    for (int i = begin; i < end; i++) {
+      fn(i);
+      std::lock_guard<std::mutex> lock(mu);
+      if (o.progress) o.progress(++done, total);
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<float> certify_chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8,
+                                        num::NumericsProfile numerics) {
+  KvCache kv(m.config, kv_options((int)tokens.size(), kv_int8));
+  ForwardOptions fo;
+  fo.all_logits = true;
+  fo.numerics = numerics;
+  return forward(m, kv, 0, tokens, fo);
+}
+
+const char* protocol_name(Protocol p) { return p == Protocol::LlamaCpp ? "llamacpp" : "full"; }
+
+Protocol parse_protocol(const std::string& name) {
+  if (name == "full") return Protocol::Full;
+  if (name == "llamacpp") return Protocol::LlamaCpp;
+  throw InputError("--protocol", "protocol", "unknown protocol '" + name + "' (full or llamacpp)");
+}
+
+void check_certify_options(const Model& ref, const Model& cand, const CertifyOptions& o) {
+  require_input(o.ctx >= 4, "--ctx", "ctx", "context must be at least 4 tokens");
+  int limit = std::min(ref.config.seq_len, cand.config.seq_len);
+  require_input(o.ctx <= limit, "--ctx", "ctx",
+                "context " + std::to_string(o.ctx) + " exceeds the models' context length " +
+                    std::to_string(limit));
+  require_input(o.threads >= 1, "--threads", "threads", "must be >= 1, got " + std::to_string(o.threads));
+  require_input(o.max_chunks >= 0, "--max-chunks", "max_chunks", "must be >= 0 (0: all), got " + std::to_string(o.max_chunks));
+  require_input(o.greedy_prompts >= 0, "--greedy-prompts", "greedy_prompts",
+                "must be >= 0 (0: skip), got " + std::to_string(o.greedy_prompts));
+  require_input(o.greedy_prompt_tokens >= 0, "--greedy-prompt-tokens", "greedy_prompt_tokens",
+                "must be >= 0, got " + std::to_string(o.greedy_prompt_tokens));
+  require_input(o.greedy_steps >= 1, "--greedy-steps", "greedy_steps",
+                "must be >= 1, got " + std::to_string(o.greedy_steps));
+  require_input(o.greedy_prompts == 0 || (int64_t)o.greedy_prompt_tokens + 1 + o.greedy_steps <= limit,
+                "--greedy-steps", "greedy_steps", "prompt + steps exceed the context length");
+  require_input(o.greedy_prompt_tokens < o.ctx, "--greedy-prompt-tokens", "greedy_prompt_tokens",
+                "prompt must be shorter than one chunk");
+}
+
+std::vector<int> greedy_first_divergences(const Model& ref, const Model& cand,
+                                          const std::vector<std::vector<int>>& chunk_tokens, int bos,
+                                          const CertifyOptions& o, int progress_base, int total) {
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, bos, o);
+  std::vector<int> out(prompts.size(), 0);  // (prompts)
+  for_each_parallel((int)prompts.size(), o.threads, o, progress_base, total,
+                    [&](int i) { out[i] = first_divergence(ref, cand, prompts[i], o); });
+  return out;
+}
+
+// ============================================================================
+// certify
+// ============================================================================
+CertifyItems certify_items(const Model& ref, const Model& cand, const std::string& corpus, const CertifyOptions& o,
+                           const std::function<bool(int)>& mine) {
+  require_comparable(ref, cand);
+  check_certify_options(ref, cand, o);
+  Tokenizer tok(ref.vocab);
+  const bool llamacpp = o.protocol == Protocol::LlamaCpp;
+  std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
+  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, tok.bos_id(), tok.vocab().add_bos, o);
+  require_input(!chunks.empty(), "corpus", "tokens",
+                "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
+                    std::to_string(o.ctx));
+  CertifyItems it;
+  it.head.protocol = o.protocol;
+  it.head.ctx = o.ctx;
+  it.head.corpus_tokens = (int)ids.size();
+  it.head.chunks = (int)chunks.size();
+  std::vector<std::vector<int>> chunk_tokens;
+  for (const CertifyChunk& c : chunks) chunk_tokens.push_back(c.tokens);
+  const int n_chunks = it.head.chunks, n_prompts = std::min<int>(o.greedy_prompts, n_chunks);
+  it.chunks.resize(chunks.size());  // (chunks) records; empty when not this worker's
+  std::vector<int> my_chunks, my_prompts;
+  for (int i = 0; i < n_chunks + n_prompts; i++)
+    if (!mine || mine(i)) (i < n_chunks ? my_chunks : my_prompts).push_back(i);
+  const int total = (int)(my_chunks.size() + my_prompts.size());
+  for_each_parallel((int)my_chunks.size(), o.threads, o, 0, total, [&](int k) {
+    const int i = my_chunks[k];
+    it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o);
+  });
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, tok.bos_id(), o);
+  it.first_divergence.assign(prompts.size(), -1);  // (prompts) -1 when not this worker's
+  for_each_parallel((int)my_prompts.size(), o.threads, o, (int)my_chunks.size(), total, [&](int k) {
+    const int p = my_prompts[k] - n_chunks;
+    it.first_divergence[p] = first_divergence(ref, cand, prompts[p], o);
+  });
+  return it;
+}
+
+CertifyResult certify_reduce(CertifyItems items, const CertifyOptions& o) {
+  CertifyResult r = std::move(items.head);
+  for (auto& recs : items.chunks) r.records.insert(r.records.end(), recs.begin(), recs.end());
+  r.summary = summarize(r.records);
+  r.first_divergence = std::move(items.first_divergence);
+  r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
+  return r;
+}
+
+CertifyResult certify(const Model& ref, const Model& cand, const std::string& corpus,
+                      const CertifyOptions& o) {
+  return certify_reduce(certify_items(ref, cand, corpus, o, nullptr), o);
+}
+
+}  // namespace oracle

@@ -48,8 +48,10 @@ CaseVerdict judge(const KernelCase& c, const CaseResult& r) {
                         std::to_string(r.fast.worst_ratio) + ")");
     return v;
   }
-  v.elements = r.got.size();
-  for (const Expected& e : r.want) v.mismatches += bit_mismatches(c.label + " kernel vs " + e.source, e.values, r.got, &v.first);
+  for (const Expected& e : r.want) {
+    v.elements += r.got.size();
+    v.mismatches += bit_mismatches(c.label + " kernel vs " + e.source, e.values, r.got, &v.first);
+  }
   if (r.want.empty()) v.first.push_back(c.label + ": no expectation"), v.elements = 0;
   return v;
 }

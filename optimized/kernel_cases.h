@@ -76,7 +76,7 @@ std::vector<KernelCase> kernel_cases(CaseSet set, const std::string& op = "");
 std::vector<std::string> kernel_case_ops();
 
 struct CaseVerdict {
-  size_t elements = 0;             // outputs compared (per expectation)
+  size_t elements = 0;             // outputs compared, summed over the expectations
   size_t mismatches = 0;           // Exact: differing elements over all expectations; Fast: outputs over the bound
   double worst_ratio = 0;          // FastGemmBound: max |error| / allowance
   std::vector<std::string> first;  // the first mismatches, both bit patterns

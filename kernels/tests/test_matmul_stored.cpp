@@ -1,4 +1,4 @@
-// matmul_stored (kernels/matmul.cuh "Stored types") on the host emulation vs the
+// kernels::matmul on every stored type's view (kernels/matmul.cuh "Stored types") on the host emulation vs the
 // reference's stored-type path: reference/model/quant.cpp dequantize_row, then
 // dot_canonical (spec) and ops::matmul (reference), tolerance 0. Random blocks
 // with finite scales; every type, several shapes, T = 1..3. The cases are the
@@ -15,5 +15,5 @@ TEST_CASE("matmul_stored equals the reference's dequantize_row + canonical dot f
   check_registry_op("matmul_stored");
   Dev<uint8_t> w(std::vector<uint8_t>(144));
   Dev<float> x(128), out(1);
-  CHECK_THROWS_AS(k::matmul_stored(out.get(), x.get(), w.get(), k::StoredType::Q4_K, 1, 128, 1), std::invalid_argument);
+  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), k::StoredType::Q4_K}, 1, 128, 1), std::invalid_argument);
 }

@@ -120,6 +120,8 @@
     "the min-p threshold is taken from candidate 0 instead of the maximum", "test_sampler_emu")  \
   X(KERNEL_LOGPROB_SUM_SEQUENTIAL, "kernels", "logprobs.cu log_softmax",                                         \
     "the log-softmax sum is one sequential sum instead of the 16-lane order", "test_sampler_emu")              \
+  X(KERNEL_RMSNORM_LAST_ULP, "kernels", "rmsnorm.cu rmsnorm_kernel",                                            \
+    "the last output of every RMSNorm row is one ULP off (its bits + 1)", "test_kernels_emu:[rmsnorm]")         \
   X(KERNEL_Q5_HIGH_BIT_SHIFT, "kernels", "matmul.cu q5_value",                                                   \
     "Q5_0/Q5_1 elements 16..31 take their 5th bit from the wrong qh bit", "test_kernels_emu:[matmul_stored]")    \
   X(KERNEL_K_QUANT_SCALE_PAIR, "kernels", "matmul.cu RowStored Q4_K/Q5_K",                                       \

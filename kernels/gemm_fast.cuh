@@ -4,7 +4,7 @@
 // "Fast mode"). Used only when a Backend runs in Mode::Fast.
 //
 // Formula: out[t, i] = sum_k W[i, k] * x[t, k] in an unspecified order.
-// Shapes:  W (N, K) row-major; x (T, K); out (T, N) — as matmul_f32.
+// Shapes:  W (N, K) row-major; x (T, K); out (T, N) — as kernels::matmul on an F32 view.
 // GPU:     cuBLAS cublasGemmEx (column-major view: out^T = W^T' * x^T,
 //          op(A) = T on W with lda = K, B = x with ldb = K, C ldc = N),
 //          FP32 storage; compute CUBLAS_COMPUTE_32F (F32),

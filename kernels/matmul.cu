@@ -165,31 +165,18 @@ void launch_matmul(float* out, const float* x, Row W, int T, int K, int N, cudaS
   launch(group_launch((long long)N * T, kPairsPerBlock, kThreads, stream), matmul_kernel<Row>, W, x, out, N, K, T);
 }
 
-void require_k32(int K, const char* what) {
-  if (K % 32 != 0) throw std::invalid_argument(std::string(what) + ": K must be a multiple of 32");
-}
-
 }  // namespace
 
-void matmul_f32(float* out, const float* x, const float* W, int T, int K, int N, cudaStream_t stream) {
-  launch_matmul(out, x, RowF32{W, K}, T, K, N, stream);
-}
-
-void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int N, cudaStream_t stream) {
-  require_k32(K, "matmul_q8_0");
-  launch_matmul(out, x, RowQ8_0{W, K}, T, K, N, stream);
-}
-
-void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N, cudaStream_t stream) {
-  require_k32(K, "matmul_q4_0");
-  launch_matmul(out, x, RowQ4_0{W, K}, T, K, N, stream);
-}
-
-void matmul_stored(float* out, const float* x, const uint8_t* W, StoredType type, int T, int K, int N,
-                   cudaStream_t stream) {
-  if (K % stored_block_elems(type) != 0)
-    throw std::invalid_argument("matmul_stored: K must be a multiple of the type's block");
-  launch_matmul(out, x, RowStored{W, type, K}, T, K, N, stream);
+void matmul(float* out, const float* x, WeightView W, int T, int K, int N, cudaStream_t stream) {
+  if (K % stored_block_elems(W.type) != 0)
+    throw std::invalid_argument("matmul: K must be a multiple of the weight type's block");
+  const uint8_t* bytes = static_cast<const uint8_t*>(W.data);
+  switch (W.type) {
+    case StoredType::F32: return launch_matmul(out, x, RowF32{static_cast<const float*>(W.data), K}, T, K, N, stream);
+    case StoredType::Q8_0: return launch_matmul(out, x, RowQ8_0{bytes, K}, T, K, N, stream);
+    case StoredType::Q4_0: return launch_matmul(out, x, RowQ4_0{bytes, K}, T, K, N, stream);
+    default: return launch_matmul(out, x, RowStored{bytes, W.type, K}, T, K, N, stream);
+  }
 }
 
 }  // namespace oracle::kernels

@@ -13,7 +13,7 @@
 //            Quantized rows are dequantized exactly as ggml (and the loader)
 //            do, then reduced with the same canonical dot: the result equals
 //            dot_canonical(dequantized row, x, K) bit for bit.
-// Stored types (matmul_stored): element k of row i is dequantized exactly as
+// Stored types (W.type beyond F32 / Q8_0 / Q4_0): element k of row i is dequantized exactly as
 //            reference/model/quant.cpp dequantize_row (ggml's dequantize_row_*)
 //            computes it, each C expression as its mul_rn/add_rn/sub_rn sequence
 //            left to right (no FMA):
@@ -42,27 +42,28 @@
 
 namespace oracle::kernels {
 
-void matmul_f32(float* out, const float* x, const float* W, int T, int K, int N,
-                cudaStream_t stream = nullptr);
-// K must be a multiple of 32 (throws std::invalid_argument otherwise).
-void matmul_q8_0(float* out, const float* x, const uint8_t* W, int T, int K, int N,
-                 cudaStream_t stream = nullptr);
-void matmul_q4_0(float* out, const float* x, const uint8_t* W, int T, int K, int N,
-                 cudaStream_t stream = nullptr);
-
-// The stored types beyond F32 / Q8_0 / Q4_0 (the kernels' own names for them: the
-// kernels layer includes no reference header; optimized/ maps DType onto these).
-enum class StoredType { F16, BF16, Q4_1, Q5_0, Q5_1, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K };
-// Elements and bytes per block (ggml's block sizes).
+// Every weight format the GEMV reads, in ggml's order (the kernels' own names for
+// them: the kernels layer includes no reference header; optimized/ maps DType onto
+// these): float32 rows, and the stored types' blocks as the file holds them.
+enum class StoredType { F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K };
+// Elements and bytes per block (ggml's block sizes; F32 / F16 / BF16: one element).
 ORACLE_HD int stored_block_elems(StoredType t) {
-  return t == StoredType::F16 || t == StoredType::BF16 ? 1 : (int)t >= (int)StoredType::Q2_K ? 256 : 32;
+  switch (t) {
+    case StoredType::F32: case StoredType::F16: case StoredType::BF16: return 1;
+    case StoredType::Q2_K: case StoredType::Q3_K: case StoredType::Q4_K: case StoredType::Q5_K:
+    case StoredType::Q6_K: case StoredType::Q8_K: return 256;
+    default: return 32;
+  }
 }
 ORACLE_HD int stored_block_bytes(StoredType t) {
   switch (t) {
+    case StoredType::F32: return 4;
     case StoredType::F16: case StoredType::BF16: return 2;
+    case StoredType::Q4_0: return 18;
     case StoredType::Q4_1: return 20;
     case StoredType::Q5_0: return 22;
     case StoredType::Q5_1: return 24;
+    case StoredType::Q8_0: return 34;
     case StoredType::Q8_1: return 36;
     case StoredType::Q2_K: return 84;
     case StoredType::Q3_K: return 110;
@@ -72,8 +73,17 @@ ORACLE_HD int stored_block_bytes(StoredType t) {
     default: return 292;  // Q8_K
   }
 }
-// W: N rows of K / stored_block_elems(type) blocks as the file stores them.
-void matmul_stored(float* out, const float* x, const uint8_t* W, StoredType type, int T, int K, int N,
-                   cudaStream_t stream = nullptr);
+
+// A weight matrix (N, K) on the device, typed: N rows of K / stored_block_elems(type)
+// blocks, row-major, as the file stores them (F32: N x K floats).
+struct WeightView {
+  const void* data = nullptr;
+  StoredType type = StoredType::F32;
+};
+
+// The one matmul entry point: out (T, N) = x (T, K) times W^T, dispatching once on
+// W.type to its row reader (the formula above). K must be a multiple of the type's
+// block (throws std::invalid_argument otherwise).
+void matmul(float* out, const float* x, WeightView W, int T, int K, int N, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

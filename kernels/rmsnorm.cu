@@ -1,6 +1,7 @@
 // RMSNorm, deterministic version 1 — see kernels/rmsnorm.cuh.
 #include "kernels/rmsnorm.cuh"
 
+#include "faults/fault.h"
 #include "kernels/lane_group.cuh"
 
 namespace oracle::kernels {
@@ -19,7 +20,12 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* out, int n
   if (!valid) return;
   float ms = div_rn(ss, (float)n);
   float r = div_rn(1.0f, sqrt_rn(add_rn(ms, eps)));
-  for (int k = lane; k < n; k += kGroup) out[t * n + k] = mul_rn(mul_rn(xt[k], r), w[k]);
+  for (int k = lane; k < n; k += kGroup) {
+    float y = mul_rn(mul_rn(xt[k], r), w[k]);
+    if (oracle::fault::active(oracle::fault::Fault::KERNEL_RMSNORM_LAST_ULP) && k == n - 1)
+      y = f32_from_bits(f32_bits(y) + 1);  // FAULT: the row's last output one ULP off
+    out[t * n + k] = y;
+  }
 }
 
 }  // namespace

@@ -52,16 +52,15 @@ Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const Ba
   if (options_.mode == Mode::Fast) fast_gemm_ = std::make_unique<kernels::FastGemm>();
 }
 
-// Quantized matrices always take the deterministic dequantizing GEMV.
+// Fast mode's cuBLAS takes the float32 matrices; every other matrix (and every matrix in
+// deterministic mode) the one deterministic GEMV on its typed view.
 void Backend::matmul(const char* op, float* out, const float* x, const DeviceMatrix& W, int T, int K, int N) {
-  if (W.type == DType::Q8_0) k::matmul_q8_0(out, x, W.quant.get(), T, K, N, stream_.get());
-  else if (W.type == DType::Q4_0) k::matmul_q4_0(out, x, W.quant.get(), T, K, N, stream_.get());
-  else if (W.type != DType::F32) k::matmul_stored(out, x, W.quant.get(), W.stored, T, K, N, stream_.get());
-  else if (fast_gemm_) {
+  if (fast_gemm_ && W.type == DType::F32) {
     fast_gemm_->run(out, x, W.f32.get(), T, K, N, options_.precision, stream_.get());
     if (options_.audit) options_.audit->check(op, x, W.f32.get(), out, T, K, N);
+    return;
   }
-  else k::matmul_f32(out, x, W.f32.get(), T, K, N, stream_.get());
+  k::matmul(out, x, W.view(), T, K, N, stream_.get());
 }
 
 void Backend::emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count) {

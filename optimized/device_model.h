@@ -15,8 +15,8 @@
 
 namespace oracle::optimized {
 
-// A weight matrix (N, K) on the device: float32, or the file's raw Q8_0/Q4_0
-// blocks (ggml layout) for the dequantizing GEMV. Both are made from the
+// A weight matrix (N, K) on the device: float32, or the file's raw blocks of a
+// stored type (ggml layout) for the dequantizing GEMV. Both are made from the
 // Model's stored-type views (WeightMatrix): raw blocks are uploaded as they
 // are mapped; float32 is dequantized on the host in bounded chunks with the
 // reference's dequantize_row, so no whole-model float32 copy exists on the
@@ -25,7 +25,11 @@ struct DeviceMatrix {
   DType type = DType::F32;
   DeviceBuffer<float> f32;      // (N, K) when type == F32
   DeviceBuffer<uint8_t> quant;  // the file's rows of blocks for any other type
-  kernels::StoredType stored = kernels::StoredType::F16;  // the kernel's name of `type` (not Q8_0/Q4_0/F32)
+  kernels::StoredType stored = kernels::StoredType::F32;  // the kernels' name of `type`
+  // The typed view kernels::matmul takes.
+  kernels::WeightView view() const {
+    return type == DType::F32 ? kernels::WeightView{f32.get(), kernels::StoredType::F32} : kernels::WeightView{quant.get(), stored};
+  }
 };
 
 struct DeviceLayer {

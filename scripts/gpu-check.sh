@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The one prepared script for a GPU session (docs/diff.md): builds with CUDA,
-# runs the GPU test label, `oracle diff` on every real model (SmolLM2 included) in
-# both modes, the golden verify on the device, and benchmarks the llama3-8b shape
-# in BF16 and Q4_K_M in both modes and the decode-step graphs' speed-up. Every step's
-# outcome is recorded and the script continues; results go to
+# runs the GPU test label, the kernel case registry (check + benchmark), `oracle diff`
+# on every real model (SmolLM2 included) in both modes, the golden verify on the device,
+# and benchmarks the llama3-8b shape in BF16 and Q4_K_M in both modes and the
+# decode-step graphs' speed-up. Every step's outcome is recorded and the script continues; results go to
 # docs/gpu-results/ (summary.json + one file per step). Budget: < 10 minutes.
 # Usage: scripts/gpu-check.sh [--dry-run]   (env: ORACLE_SHARED_DIR, GPU_BUILD_DIR, GPU_BENCH_DIR,
 #        GPU_CHECK_OUT: where the dry run writes its summary, default a new temp folder)
@@ -70,6 +70,12 @@ step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -D
   -DORACLE_SHARED_DIR="$shared"
 step build 300 cmake --build "$build" -j "$(nproc)" --target oracle test_kernels_cuda test_pipeline_cuda test_sampler_cuda test_device_kv_cuda test_device_batch_cuda test_backend_graphs_cuda
 step ctest_gpu 120 ctest --test-dir "$build" -L gpu --output-on-failure
+# The kernel case registry on the device (docs/cuda.md "Kernel cases"): every check case
+# bit for bit, then one case per op and version at llama-3-8B shapes timed with CUDA events
+# (time per call, GB/s, GFLOP/s; attention's Auto and compaction's v1/v2 beside each other).
+step kernels_check_cuda 90 bash -c "'$oracle' kernels --check --backend cuda --json >'$out/kernels_check_cuda.json'"
+step kernels_bench_cuda 150 bash -c "'$oracle' kernels --bench --backend cuda --shapes model --reps 20 --json \
+  >'$out/kernels_bench_cuda.json'"
 
 # oracle diff on the real models, both modes (JSON reports kept).
 m=$shared/models

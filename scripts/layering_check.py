@@ -30,7 +30,9 @@ RULES = {
     "audit/replay": BOTTOM + REF,  # replay never needs certify or interop
     "audit/tests": BOTTOM + REF + ["audit", "tests_common"],
     "kernels": BOTTOM,
-    "kernels/tests": BOTTOM + REF + ["kernels", "tests_common"],
+    # the kernel tests run the kernel case registry (optimized/kernel_cases.h), which
+    # needs the reference functions and so cannot live in kernels/
+    "kernels/tests": BOTTOM + REF + ["kernels", "optimized", "tests_common"],
     "optimized": BOTTOM + REF + ["kernels"],
     "optimized/tests": BOTTOM + REF + ["kernels", "optimized", "tests_common"],
     "distributed": BOTTOM + REF,  # communicators + tensor-parallel glue; reference/ never includes it
@@ -63,6 +65,7 @@ PROBES = [("numerics/numerics.h", "base/errors.h"),
           ("reference/compute/forward.h", "audit/replay/replay.h"),
           ("reference/generate/generate.h", "audit/certify/certify.h"),
           ("kernels/matmul.cuh", "reference/compute/ops.h"),
+          ("kernels/attention.cuh", "optimized/kernel_cases.h"),
           ("audit/replay/replay.h", "tools/commands.h"),
           ("audit/replay/replay.h", "audit/certify/certify.h"),
           ("audit/interop/compare.h", "audit/certify/certify.h"),

@@ -17,6 +17,7 @@ Command setup_completion(CLI::App& app);
 Command setup_perplexity(CLI::App& app);
 Command setup_tokenize(CLI::App& app);
 Command setup_merge(CLI::App& app);
+Command setup_kernels(CLI::App& app);
 
 std::vector<Command> setup_all(CLI::App& app) {
   return {
@@ -33,6 +34,7 @@ std::vector<Command> setup_all(CLI::App& app) {
       setup_perplexity(app),
       setup_tokenize(app),
       setup_merge(app),
+      setup_kernels(app),
       setup_completion(app),
   };
 }

@@ -59,6 +59,13 @@ struct DevicePipeline {
   // `fast_ops`: every fast matmul is also checked against its derived bound.
   void (*trace)(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& trace,
                 std::vector<FastOpCheck>* fast_ops);
+  // oracle kernels: the kernel case registry (optimized/kernel_cases.h) on this
+  // pipeline. Every case of `set` ("check", "bench-tiny", "bench-model") whose op
+  // is `op` ("" = all) is run once and judged, then, when reps > 0, run reps more
+  // times under the clock. JSON {clock, emulated, cases: [...]} (docs/cli.md#kernels).
+  nlohmann::json (*kernel_cases)(const std::string& set, const std::string& op, int reps);
+  // The registry's op names (the --op filter's values).
+  std::vector<std::string> (*kernel_case_ops)();
 };
 
 // The emulated pipeline (always linked) and the GPU one (null without CUDA).

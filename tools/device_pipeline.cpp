@@ -9,6 +9,7 @@
 
 #include "optimized/backend.h"
 #include "optimized/device_sampler.h"
+#include "optimized/kernel_cases.h"
 #include "numerics/numerics.h"
 #include "reference/sampling/sampler.h"
 #include "tools/bench_support.h"
@@ -155,16 +156,39 @@ nlohmann::json bench(const Model& m, DeviceMode mode, bool cuda_graphs, int prom
           {"graph_launches", dev.graphs().replays()}, {"last_token", token}};
 }
 
+// ---- kernel cases (oracle kernels) --------------------------------------------------------------
+nlohmann::json case_json(const optimized::cases::KernelCase& c, const optimized::cases::CaseTiming& t) {
+  const optimized::cases::CaseVerdict& v = t.verdict;
+  nlohmann::json j = {{"op", c.op}, {"label", c.label}, {"seed", c.seed},
+                      {"tolerance", c.tolerance == optimized::cases::Tolerance::Exact ? "exact" : "fast_gemm_bound"},
+                      {"bytes", c.bytes}, {"flops", c.flops}, {"elements", v.elements},
+                      {"mismatches", v.mismatches}, {"pass", v.pass()}, {"first_mismatches", v.first}};
+  if (c.tolerance == optimized::cases::Tolerance::FastGemmBound) j["worst_ratio"] = v.worst_ratio;
+  if (t.reps > 0)
+    j.update({{"reps", t.reps}, {"us_per_call", t.seconds_per_call * 1e6}, {"gb_s", t.gb_s}, {"gflop_s", t.gflop_s}});
+  return j;
+}
+
+nlohmann::json kernel_cases(const std::string& set, const std::string& op, int reps) {
+  namespace oc = optimized::cases;
+  const oc::CaseSet s = set == "check" ? oc::CaseSet::Check : set == "bench-model" ? oc::CaseSet::BenchModel : oc::CaseSet::BenchTiny;
+  nlohmann::json cases = nlohmann::json::array();
+  for (const oc::KernelCase& c : oc::kernel_cases(s, op)) cases.push_back(case_json(c, oc::time_case(c, reps)));
+  return {{"clock", oc::timing_clock()}, {"emulated", oc::timing_is_emulated()}, {"cases", cases}};
+}
+
+std::vector<std::string> kernel_case_ops() { return optimized::cases::kernel_case_ops(); }
+
 }  // namespace
 
 #if defined(ORACLE_CUDA_EMULATION)
 const DevicePipeline& device_pipeline_emu() {
-  static const DevicePipeline p{"cuda-emu", unavailable, generate, greedy_agreement, logits, bench, trace};
+  static const DevicePipeline p{"cuda-emu", unavailable, generate, greedy_agreement, logits, bench, trace, kernel_cases, kernel_case_ops};
   return p;
 }
 #else
 const DevicePipeline* device_pipeline_cuda() {
-  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, logits, bench, trace};
+  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, logits, bench, trace, kernel_cases, kernel_case_ops};
   return &p;
 }
 #endif

@@ -14,7 +14,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 names = [st["step"] for st in s["steps"]]
 assert s["dry_run"] is True and s["missing"] == [], s
-for want in ["configure", "build", "ctest_gpu", "golden_verify_cuda_deterministic", "golden_verify_cuda_fast",
+for want in ["configure", "build", "ctest_gpu", "kernels_check_cuda", "kernels_bench_cuda", "golden_verify_cuda_deterministic", "golden_verify_cuda_fast",
              "bench_llama3_8b_4l_bf16_both", "bench_llama3_8b_4l_q4_k_m_both", "quantize_llama3_8b_4l_q4_k_m",
              "bench_llama3_8b_4l_q4_k_m_graphs"]:
     assert want in names, (want, names)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Determinism matrix: `oracle run --json` must give the same generated ids and
 # the same per-step logits SHA-256 across
-#   builds:  g++ -O3 -march=native | g++ -O0 (Debug, ORACLE_NATIVE=OFF) | clang++ -O3 -march=native
+#   builds:  g++ -O3 (its own build: -march=native; MATRIX_GCC_O3_DIR=build reuses the default
+#            portable build) | g++ -O0 (Debug, ORACLE_NATIVE=OFF) | clang++ -O3 -march=native
+#   ISA paths: in every build, each path of the CPU kernels this CPU has (ORACLE_ISA=scalar,
+#            avx2, avx512; reference/compute/isa.h) on the GGUF file, 2 threads
 #   files:   stories260K.bin (llama2.c) | stories260K.gguf (GGUF F32, same weights)
 #   threads: 1 | 2
 #   prefill: one pass | chunks of 1, 3 and 7 tokens (--prefill-chunk)
@@ -15,7 +18,7 @@
 # 1 on the first mismatch (printing both step lists), 2 on setup errors.
 # Environment: ORACLE_SHARED_DIR (fixtures, default ../shared), MATRIX_DIR
 # (build folders, default build-matrix), MATRIX_BUILDS (subset of the builds),
-# MATRIX_GCC_O3_DIR (an existing g++ Release -march=native build to reuse, e.g. build).
+# MATRIX_GCC_O3_DIR (an existing g++ Release build to reuse, e.g. build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${ORACLE_SHARED_DIR:-../shared}
@@ -85,6 +88,11 @@ for b in $BUILDS; do
     done
   done
   check "$b second run" "$oracle" "${common[@]}" --model "$MODELS/stories260K.bin" --threads 1
+  for isa in scalar avx2 avx512; do  # every ISA path this CPU has (version refuses the others: exit 2)
+    ORACLE_ISA=$isa "$oracle" version >/dev/null 2>&1 || { echo "skip: $b ORACLE_ISA=$isa (this CPU lacks it)"; continue; }
+    check "$b ORACLE_ISA=$isa stories260K.gguf threads=2" env ORACLE_ISA=$isa "$oracle" "${common[@]}" \
+      --model "$SHARED/models/gguf/stories260K.gguf" --tokenizer "$MODELS/tok512.bin" --threads 2
+  done
   # Golden transcripts (golden/): every record of every real model, bit for bit.
   golden_threads="1 2" golden_files=golden
   if [ "$b" = gcc-O0 ] && [ "${MATRIX_O0_FULL:-0}" != 1 ]; then

@@ -13,6 +13,7 @@
 #include "distributed/tensor_parallel.h"
 #include "base/errors.h"
 #include "reference/compute/forward.h"
+#include "reference/compute/isa.h"
 #include "numerics/numerics.h"
 #include "base/thread_pool.h"
 #include "tools/bench_support.h"
@@ -211,6 +212,9 @@ static void print_table(const nlohmann::json& j, const Model& m, const std::stri
 }
 
 static void print_human(const nlohmann::json& j) {
+  std::string features;
+  for (const auto& f : j["cpu_features"]) features += (features.empty() ? "" : " ") + f.get<std::string>();
+  std::printf("ISA path %s (CPU features: %s)\n", j["isa"].get<std::string>().c_str(), features.c_str());
   std::printf("time to first token %.2f ms, %.3f ms per decoded token (%.0f%% of a plain weight read)\n",
               j["ttft_ms"].get<double>(), j["tpot_ms"].get<double>(), 100.0 * j["decode_bandwidth_ratio"].get<double>());
   std::printf("KV cache %llu bytes (formula %llu); peak RSS %llu bytes (file-backed %llu, anon %llu)\n",
@@ -415,6 +419,8 @@ int run_bench(BenchOptions o) {
   j["repetitions"] = o.repetitions;
   j["backend"] = "reference";
   j["numerics"] = o.numerics;
+  j["isa"] = isa::isa_name(isa::kernels().isa);  // the CPU kernels' path (reference/compute/isa.h)
+  j["cpu_features"] = isa::feature_names(isa::cpu_features());
   j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
     j.update(bench_speculative(m, o.spec, vocab, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,

@@ -1,5 +1,5 @@
-// oracle version (also `oracle --version`): the tool version and the backends
-// this binary carries.
+// oracle version (also `oracle --version`): the tool version, the backends
+// this binary carries and the CPU kernels' ISA path (reference/compute/isa.h).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +7,7 @@
 #include "tools/device_backend.h"
 #include "tools/version.h"
 #include "distributed/communicator.h"
+#include "reference/compute/isa.h"
 
 namespace oracle::tools {
 
@@ -17,12 +18,17 @@ Command setup_version(CLI::App& app) {
   return {sub, [json] {
             nlohmann::json backends = {"reference", "cuda-emu"};
             if (device_pipeline_cuda() != nullptr) backends.push_back("cuda");
+            const char* path = isa::isa_name(isa::kernels().isa);  // ORACLE_ISA or the CPU's best
+            const std::vector<std::string> features = isa::feature_names(isa::cpu_features());
             if (*json) {
-              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {"backends", backends}, {"mpi", dist::mpi_built()}}.dump().c_str());
+              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {"backends", backends}, {"mpi", dist::mpi_built()},
+                                                 {"isa", path}, {"cpu_features", features}}.dump().c_str());
             } else {
-              std::string list;
+              std::string list, flags;
               for (const auto& b : backends) list += (list.empty() ? "" : ", ") + b.get<std::string>();
-              std::printf("oracle %s (backends: %s)\n", kOracleVersion, list.c_str());
+              for (const auto& f : features) flags += (flags.empty() ? "" : " ") + f;
+              std::printf("oracle %s (backends: %s; ISA path %s; CPU features: %s)\n", kOracleVersion, list.c_str(), path,
+                          flags.c_str());
             }
             return int(kExitOk);
           }};

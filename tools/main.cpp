@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "reference/compute/isa.h"
 #include "tools/cli_aliases.h"
 #include "tools/cli_help.h"
 #include "tools/commands.h"
@@ -61,7 +62,12 @@ int main(int argc, char** argv) {
     if (cmd.app->parsed()) {
       const CLI::App* leaf = cmd.app;
       for (const CLI::App* sub : cmd.app->get_subcommands()) leaf = sub;
-      return oracle::tools::guarded(command_path(leaf), json, cmd.run);
+      // The ISA path is chosen before any command runs, so that a bad
+      // $ORACLE_ISA is refused (exit 2) here rather than inside a kernel.
+      return oracle::tools::guarded(command_path(leaf), json, [&] {
+        oracle::isa::kernels();
+        return cmd.run();
+      });
     }
   return oracle::tools::kExitBadInput;
 }

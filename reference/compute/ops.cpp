@@ -5,10 +5,7 @@
 
 #include "faults/fault.h"
 #include "numerics/numerics.h"
-
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
+#include "reference/compute/isa.h"
 
 namespace oracle::ops {
 
@@ -16,125 +13,11 @@ using num::add_rn;
 using num::div_rn;
 using num::mul_rn;
 using num::sub_rn;
-constexpr int L = num::kLanes;  // 16 canonical lanes
 
-// ---- matmul kernels ----------------------------------------------------------
-// A kernel computes an (R rows) x (T tokens) tile: out[t*ldo + r] for rows
-// w[r*k ..] and tokens x[t*k ..]. Every output keeps its own 16 lane
-// accumulators, so the tile shape changes which outputs are computed together,
-// never the order inside one output.
-
-// Adds the tail elements k16..k-1 (lane = k mod 16) and reduces the lanes.
-static float finish_lanes(float* acc, const float* w, const float* x, int k16, int k) {
-  for (int l = 0; k16 + l < k; l++) acc[l] = add_rn(acc[l], mul_rn(w[k16 + l], x[k16 + l]));
-  return num::lane_tree_reduce(acc);
-}
-
-template <int R, int T>
-static void tile_scalar(float* out, int ldo, const float* w, const float* x, int k) {
-  float acc[R][T][L] = {};  // (rows, tokens, lanes)
-  int k16 = k - k % L;
-  for (int kk = 0; kk < k16; kk += L)
-    for (int r = 0; r < R; r++)
-      for (int t = 0; t < T; t++)
-        for (int l = 0; l < L; l++)
-          acc[r][t][l] = add_rn(acc[r][t][l], mul_rn(w[r * k + kk + l], x[t * k + kk + l]));
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++)
-      out[t * ldo + r] = finish_lanes(acc[r][t], w + r * k, x + t * k, k16, k);
-}
-
-#ifdef __AVX2__
-// Lanes 0..7 live in lo, lanes 8..15 in hi; _mm256_mul_ps then _mm256_add_ps
-// is exactly mul_rn then add_rn per lane.
-// num::lane_tree_reduce on lanes lo = 0..7, hi = 8..15, same adds:
-// w=8: lo+hi; w=4: low half + high half; w=2: + lanes 2,3; w=1: lane 0 + lane 1.
-static inline float tree_avx2(__m256 lo, __m256 hi) {
-  __m256 s8 = _mm256_add_ps(lo, hi);
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-}
-
-template <int R, int T>
-static void tile_avx2(float* out, int ldo, const float* w, const float* x, int k) {
-  __m256 lo[R][T], hi[R][T];  // (rows, tokens) x 8 lanes each
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
-  int k16 = k - k % L;
-  for (int kk = 0; kk < k16; kk += L)
-    for (int r = 0; r < R; r++) {
-      _mm_prefetch((const char*)(w + r * k + kk + 128), _MM_HINT_T0);  // 512 bytes ahead
-      __m256 wl = _mm256_loadu_ps(w + r * k + kk), wh = _mm256_loadu_ps(w + r * k + kk + 8);
-      for (int t = 0; t < T; t++) {
-        lo[r][t] = _mm256_add_ps(lo[r][t], _mm256_mul_ps(wl, _mm256_loadu_ps(x + t * k + kk)));
-        hi[r][t] = _mm256_add_ps(hi[r][t], _mm256_mul_ps(wh, _mm256_loadu_ps(x + t * k + kk + 8)));
-      }
-    }
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) {
-      if (k16 == k) {  // no tail: the halving tree in registers
-        out[t * ldo + r] = tree_avx2(lo[r][t], hi[r][t]);
-        continue;
-      }
-      float acc[L];  // (lanes)
-      _mm256_storeu_ps(acc, lo[r][t]);
-      _mm256_storeu_ps(acc + 8, hi[r][t]);
-      out[t * ldo + r] = finish_lanes(acc, w + r * k, x + t * k, k16, k);
-    }
-}
-#define ORACLE_TILE tile_avx2
-#else
-#define ORACLE_TILE tile_scalar
-#endif
-
-bool have_simd_kernels() {
-#ifdef __AVX2__
-  return true;
-#else
-  return false;
-#endif
-}
-
-float dot(const float* a, const float* b, int n) {
-  float out;
-  ORACLE_TILE<1, 1>(&out, 1, a, b, n);
-  return out;
-}
-
-// tile<Simd, R, T>: the AVX2 tile when Simd and available, else the scalar one.
-template <bool Simd, int R, int T>
-static void tile(float* out, int ldo, const float* w, const float* x, int k) {
-  if constexpr (Simd) ORACLE_TILE<R, T>(out, ldo, w, x, k);
-  else tile_scalar<R, T>(out, ldo, w, x, k);
-}
-
-// Rows [r0, r1) x all tokens. One token (decode): rows one after another, a
-// single sequential weight stream. Several tokens (prefill): blocks of 32 rows
-// (stay in L2) times blocks of 4 tokens (stay in L1), each weight row applied
-// to 4 tokens at once.
-template <bool Simd>
-static void matmul_rows(float* out, const float* x, const float* w, int T, int K, int N,
-                        int r0, int r1) {
-  for (int rb = r0; rb < r1; rb += 32) {
-    int rb1 = std::min(r1, rb + 32), t = 0;
-    for (; t + 4 <= T; t += 4)
-      for (int i = rb; i < rb1; i++)
-        tile<Simd, 1, 4>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
-    for (; t < T; t++)
-      for (int i = rb; i < rb1; i++)
-        tile<Simd, 1, 1>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
-  }
-}
-
-void matmul_rows_scalar(float* out, const float* x, const float* w, int T, int K, int N,
-                        int row_begin, int row_end) {
-  matmul_rows<false>(out, x, w, T, K, N, row_begin, row_end);
-}
-void matmul_rows_simd(float* out, const float* x, const float* w, int T, int K, int N,
-                      int row_begin, int row_end) {
-  matmul_rows<true>(out, x, w, T, K, N, row_begin, row_end);
-}
+// ---- matmul -------------------------------------------------------------------
+// The dot and the row tiles are the dispatch table's (isa.h): scalar, AVX2 or
+// AVX-512, chosen once per process, all with the same bits.
+float dot(const float* a, const float* b, int n) { return isa::kernels().dot(a, b, n); }
 
 void matmul(float* out, const float* x, const float* w, int T, int K, int N,
             ThreadPool* pool) {
@@ -148,10 +31,9 @@ void matmul(float* out, const float* x, const float* w, int T, int K, int N,
       }
     return;
   }
-  int n_groups = (N + 3) / 4;  // threads get whole groups of 4 rows
-  auto rows = [&](int g0, int g1) {
-    matmul_rows_simd(out, x, w, T, K, N, g0 * 4, std::min(N, g1 * 4));
-  };
+  const isa::Kernels& k = isa::kernels();  // on this thread: a bad ORACLE_ISA throws here
+  int n_groups = (N + 3) / 4;               // threads get whole groups of 4 rows
+  auto rows = [&](int g0, int g1) { k.matmul_rows_f32(out, x, w, T, K, N, g0 * 4, std::min(N, g1 * 4)); };
   if (pool) pool->parallel_for(n_groups, rows);
   else rows(0, n_groups);
 }

@@ -13,24 +13,18 @@
 namespace oracle::ops {
 
 // ---- dot products and matmul -----------------------------------------------
-// dot(a, b, n) == num::dot_canonical(a, b, n), bit for bit (vectorised: the 16
-// canonical lanes are two 8-wide AVX2 registers; mul then add, never fma).
+// dot(a, b, n) == num::dot_canonical(a, b, n), bit for bit (the dispatch
+// table's kernel, isa.h: 16 canonical lanes in one zmm, two ymm or 16 floats;
+// mul then add, never fma).
 float dot(const float* a, const float* b, int n);
 
 // out[t*N + i] = dot_canonical(&w[i*K], &x[t*K], K)
 //   out (T, N), x (T, K), w (N, K) row-major.
 // Splits rows over `pool` (may be null). The result is independent of T,
-// of the thread count and of the kernel used.
+// of the thread count and of the ISA path (isa::kernels(): scalar, AVX2,
+// AVX-512; tests call each path's matmul_rows_f32 directly).
 void matmul(float* out, const float* x, const float* w, int T, int K, int N,
             ThreadPool* pool);
-
-// The two kernel families behind matmul over rows [row_begin, row_end), for
-// testing that the SIMD path and the plain scalar path give the same bits.
-void matmul_rows_scalar(float* out, const float* x, const float* w, int T, int K, int N,
-                        int row_begin, int row_end);
-void matmul_rows_simd(float* out, const float* x, const float* w, int T, int K, int N,
-                      int row_begin, int row_end);
-bool have_simd_kernels();  // false: matmul_rows_simd is the scalar path
 
 // ---- normalisation, activations, residual ----------------------------------
 // out[k] = (x[k] * r) * w[k], r = 1 / sqrt(dot(x, x)/n + eps)     out, x, w: (n)

@@ -10,11 +10,12 @@
 // operations dequantize_row (quant.cpp) uses, in the same order, and every
 // product goes into canonical lane (k mod 16), mul then add, never fused
 // (docs/numerics.md §2 and "Stored-type weights"). Splitting rows over
-// threads, grouping tokens or rows, and the kernel family (scalar or AVX2)
-// change which outputs are computed together, never one output's order.
+// threads, grouping tokens or rows, and the ISA path (scalar, AVX2, AVX-512:
+// isa.h) change which outputs are computed together, never one output's order.
 // ============================================================================
 #include <span>
 
+#include "reference/compute/isa.h"
 #include "reference/model/model.h"
 #include "base/thread_pool.h"
 
@@ -32,14 +33,11 @@ struct MatmulJob {
 };
 void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, ThreadPool* pool);
 
-// The two kernel families over rows [row_begin, row_end), for tests.
-// Scalar: each block dequantize_row'd into a buffer, plain lane loops.
-// Simd: AVX2 register decoders (a type without one uses the scalar family's
-// buffer decode with the AVX2 lane loop).
-enum class KernelFamily { Scalar, Simd };
-void matmul_rows(KernelFamily family, float* out, const float* x, const WeightMatrix& w, int T,
+// One ISA path's kernels over rows [row_begin, row_end), for tests: the
+// scalar table dequantize_row's each block into a buffer (plain lane loops);
+// the SIMD tables decode in registers (k.register_decoder(type)) or, for the
+// other types, from a dequantize_row buffer with the SIMD lane loop.
+void matmul_rows(const isa::Kernels& k, float* out, const float* x, const WeightMatrix& w, int T,
                  int K, int N, int row_begin, int row_end);
-// True when the Simd family decodes `t` in registers (not through a buffer).
-bool has_register_decoder(DType t);
 
 }  // namespace oracle::ops

@@ -10,6 +10,7 @@
 
 #include "bit_compare.h"
 #include "numerics/numerics.h"
+#include "reference/compute/isa.h"
 #include "reference/compute/ops.h"
 #include "base/thread_pool.h"
 
@@ -44,22 +45,23 @@ TEST_CASE("ops::dot equals dot_canonical", "[ops]") {
   }
 }
 
-TEST_CASE("matmul: SIMD and scalar kernels, every tile shape, equal dot_canonical", "[ops]") {
-  INFO("SIMD kernels compiled: " << ops::have_simd_kernels());
-  for (int k : {1, 5, 16, 17, 40, 172, 288})
-    for (int n_tok : {1, 2, 3, 4, 5, 9, 67})
-      for (int n_out : {1, 3, 4, 5, 13}) {
-        auto x = random_vec((size_t)n_tok * k, k * 31 + n_tok), w = random_vec((size_t)n_out * k, k + n_out, 0.3f);
-        auto want = matmul_spec(x, w, n_tok, k, n_out);
-        std::vector<float> simd(want.size()), scalar(want.size()), full(want.size());
-        ops::matmul_rows_simd(simd.data(), x.data(), w.data(), n_tok, k, n_out, 0, n_out);
-        ops::matmul_rows_scalar(scalar.data(), x.data(), w.data(), n_tok, k, n_out, 0, n_out);
-        ops::matmul(full.data(), x.data(), w.data(), n_tok, k, n_out, nullptr);
-        INFO("k=" << k << " n_tok=" << n_tok << " n_out=" << n_out);
-        CHECK(first_bit_mismatch(simd, want) == "");
-        CHECK(first_bit_mismatch(scalar, want) == "");
-        CHECK(first_bit_mismatch(full, want) == "");
-      }
+TEST_CASE("matmul: every ISA path this CPU has, every tile shape, equals dot_canonical", "[ops]") {
+  for (isa::Isa path : isa::available_isas()) {
+    const isa::Kernels& kern = isa::kernels_for(path);
+    INFO("ISA path " << isa::isa_name(path));
+    for (int k : {1, 5, 16, 17, 40, 172, 288})
+      for (int n_tok : {1, 2, 3, 4, 5, 9, 67})
+        for (int n_out : {1, 3, 4, 5, 13}) {
+          auto x = random_vec((size_t)n_tok * k, k * 31 + n_tok), w = random_vec((size_t)n_out * k, k + n_out, 0.3f);
+          auto want = matmul_spec(x, w, n_tok, k, n_out);
+          std::vector<float> got(want.size()), full(want.size());
+          kern.matmul_rows_f32(got.data(), x.data(), w.data(), n_tok, k, n_out, 0, n_out);
+          ops::matmul(full.data(), x.data(), w.data(), n_tok, k, n_out, nullptr);
+          INFO("k=" << k << " n_tok=" << n_tok << " n_out=" << n_out);
+          CHECK(first_bit_mismatch(got, want) == "");
+          CHECK(first_bit_mismatch(full, want) == "");
+        }
+  }
 }
 
 TEST_CASE("matmul: token rows are independent of how many are computed together", "[ops]") {

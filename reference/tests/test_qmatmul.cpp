@@ -4,7 +4,7 @@
 // Blocks are seeded random bytes with the scale fields forced through
 // normal, extreme (+-65504), subnormal, minimum-normal and zero halves, plus
 // all-zero blocks and blocks of max-magnitude quants (0xFF, 0x80, 0x7F
-// bytes). Checked bit for bit: the scalar and SIMD kernel families, matmul on
+// bytes). Checked bit for bit: every ISA path this CPU has (scalar, AVX2, AVX-512), matmul on
 // 1 and 2 threads, and matmul_jobs splitting the rows over two matrices, for
 // every row length in a range of whole blocks (plain types: 1..80 elements,
 // covering the k mod 16 tails), with 1, 2, 4 and 5 tokens (decode rows in
@@ -152,10 +152,10 @@ void check_type(DType t) {
       const auto want = expected(t, w, x, n_tok, k, n_out);
       const WeightMatrix wm(t, w.data());
       std::vector<float> got(want.size());
-      for (auto family : {ops::KernelFamily::Scalar, ops::KernelFamily::Simd}) {
+      for (isa::Isa path : isa::available_isas()) {
         std::fill(got.begin(), got.end(), -1.0f);
-        ops::matmul_rows(family, got.data(), x.data(), wm, n_tok, k, n_out, 0, n_out);
-        INFO((family == ops::KernelFamily::Scalar ? "scalar" : "simd") << " family");
+        ops::matmul_rows(isa::kernels_for(path), got.data(), x.data(), wm, n_tok, k, n_out, 0, n_out);
+        INFO("ISA path " << isa::isa_name(path));
         REQUIRE(first_bit_mismatch(got, want) == "");
       }
       for (ThreadPool* pool : {&one, &two}) {
@@ -185,14 +185,14 @@ TEST_CASE("qmatmul: every stored type equals dequantize_row + dot_canonical bit 
   }
 }
 
-TEST_CASE("qmatmul: the SIMD family decodes the targeted types in registers", "[qmatmul]") {
-  if (!ops::have_simd_kernels()) {
-    WARN("built without AVX2: only the scalar family exists");
-    return;
+TEST_CASE("qmatmul: the SIMD paths decode the targeted types in registers", "[qmatmul]") {
+  for (isa::Isa path : isa::available_isas()) {
+    if (path == isa::Isa::Scalar) continue;
+    INFO("ISA path " << isa::isa_name(path));
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                    DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+      CHECK(isa::kernels_for(path).register_decoder(t));
   }
-  for (DType t : {DType::F32, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                  DType::Q4_K, DType::Q5_K, DType::Q6_K})
-    CHECK(ops::has_register_decoder(t));
 }
 
 TEST_CASE("qmatmul: a row length that is not a whole number of blocks is refused", "[qmatmul]") {

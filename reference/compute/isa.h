@@ -1,0 +1,77 @@
+#pragma once
+// ============================================================================
+// Instruction-set dispatch: one binary for every x86-64 CPU.
+//
+// The SIMD kernels (the F32 dot and matmul tiles of ops.cpp, the stored-type
+// matmul of qmatmul.cpp) exist three times, each in its own translation unit
+// compiled with its own flags: isa_scalar.cpp (baseline x86-64, like the rest
+// of the project), isa_avx2.cpp (-mavx2 -mf16c) and isa_avx512.cpp (-mavx512f
+// -mavx2 -mf16c). No TU gets -mfma: numerics v1 has no fused multiply-add.
+// A table of function pointers per path (Kernels) is chosen once, at the
+// first use, from CPUID (the best path the CPU and OS support) or from
+// $ORACLE_ISA=scalar|avx2|avx512; it is immutable after that.
+//
+// All three paths give identical bits (docs/numerics.md "ISA paths"): the 16
+// canonical lanes (element k in lane k mod 16, increasing k, mul then add)
+// are one zmm register on AVX-512, two ymm halves (lanes 0..7, 8..15) on AVX2
+// and 16 floats the scalar loops walk; the lane tree is the same adds.
+// ============================================================================
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/model/quant.h"
+
+namespace oracle::isa {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+inline constexpr Isa kAllIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
+const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512" (the ORACLE_ISA spellings)
+
+// What CPUID reports, with the AVX / AVX-512 register state the OS enables
+// (XGETBV): a feature the OS does not save counts as absent.
+struct CpuFeatures {
+  bool sse2 = false, avx = false, avx2 = false, f16c = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
+};
+CpuFeatures cpu_features();  // this CPU (all false off x86-64)
+// The names of the features present ("sse2", "avx2", ...), in a fixed order.
+std::vector<std::string> feature_names(const CpuFeatures& f);
+// The first feature `isa` needs that `f` lacks ("" when it can run).
+std::string missing_feature(Isa isa, const CpuFeatures& f);
+// The widest path `f` supports.
+Isa best_isa(const CpuFeatures& f);
+// The path for $ORACLE_ISA's value `env` (null or empty: best_isa). Throws
+// InputError naming ORACLE_ISA for an unknown name or a path `f` cannot run.
+Isa choose_isa(const char* env, const CpuFeatures& f);
+
+// ---- the dispatch table ------------------------------------------------------
+// Every kernel gives the bits of its scalar definition (numerics.h
+// dot_canonical; dequantize_row then dot_canonical for stored types).
+struct Kernels {
+  Isa isa;
+  // dot_canonical(a, b, n)                                       a, b: (n)
+  float (*dot)(const float* a, const float* b, int n);
+  // out[t*N + i] = dot_canonical(&w[i*K], &x[t*K], K) for rows [r0, r1)
+  //   out (T, N), x (T, K), w (N, K) row-major
+  void (*matmul_rows_f32)(float* out, const float* x, const float* w, int T, int K, int N, int r0,
+                          int r1);
+  // The same over rows stored as `type` (row_bytes apart; not I8_ROW, which
+  // qmatmul.cpp dequantizes per row). False: no kernel for `type` here (the
+  // caller takes the scalar table's, which has every type).
+  bool (*stored_rows)(float* out, const float* x, DType type, const uint8_t* w, int64_t row_bytes,
+                      int T, int K, int N, int r0, int r1);
+  // True when stored_rows decodes `type` in registers (not through a buffer).
+  bool (*register_decoder)(DType type);
+};
+
+// The table chosen for this process (the first call decides; throws what
+// choose_isa throws, and again on every later call).
+const Kernels& kernels();
+// The table of one path, for tests and benchmarks; throws InputError (naming
+// ORACLE_ISA and the missing feature) when this CPU cannot run it.
+const Kernels& kernels_for(Isa isa);
+// The paths this CPU can run, narrowest first (scalar always).
+std::vector<Isa> available_isas();
+
+}  // namespace oracle::isa

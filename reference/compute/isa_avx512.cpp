@@ -1,0 +1,45 @@
+// The AVX-512 path of the dispatch table (isa.h); compiled with -mavx512f
+// -mavx2 -mf16c only (reference/compute/CMakeLists.txt), never -mfma. The 16
+// canonical lanes are exactly one zmm register: lane l = element l of the
+// 16-element chunk; _mm512_mul_ps then _mm512_add_ps is mul_rn then add_rn.
+#include <immintrin.h>
+
+#include "reference/compute/isa_simd.h"
+
+namespace oracle::isa {
+namespace {
+
+struct Avx512 {
+  using reg = __m512;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float a) { return _mm512_set1_ps(a); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, reg a) { _mm512_storeu_ps(p, a); }
+  static reg i8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)); }
+  static reg u8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)); }
+  static __m256i load32(const uint8_t* b) { return _mm256_loadu_si256((const __m256i*)b); }
+  static reg f16(const uint8_t* b) { return _mm512_cvtph_ps(load32(b)); }
+  static reg bf16(const uint8_t* b) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load32(b)), 16)); }
+  // num::lane_tree_reduce, same adds: w=8: lanes 0..7 + 8..15 (the two ymm
+  // halves; AVX512F has no 32x8 extract, the 64x4 one moves the same bits),
+  // then as AVX2: w=4, w=2, w=1.
+  static float tree(reg a) {
+    __m256 lo = _mm512_castps512_ps256(a);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  }
+};
+
+constexpr Kernels kAvx512 = make_kernels<Avx512>(Isa::Avx512);
+
+}  // namespace
+
+const Kernels& avx512_kernels() { return kAvx512; }
+
+}  // namespace oracle::isa

@@ -1,0 +1,398 @@
+#pragma once
+// The SIMD kernels of the dispatch table (isa.h), written once over a lane
+// layer V that holds the 16 canonical lanes of one output: isa_avx2.cpp's
+// (two __m256: lanes 0..7, 8..15) and isa_avx512.cpp's (one __m512). Each of
+// those TUs includes this header compiled with its own -m flags.
+//
+// Everything here has internal linkage (the anonymous namespace): each ISA TU
+// gets its own copy, so the linker cannot merge an AVX-512 instance into the
+// AVX2 path or the baseline code (isa_paths.h; scripts/isa_check.py).
+//
+// V provides (all per lane, each one IEEE rounding, never fused):
+//   using reg;  zero(); set1(float); add(a, b); mul(a, b); sub(a, b);
+//   load(const float* 16); store(float* 16, reg);
+//   i8(__m128i) / u8(__m128i): 16 signed / unsigned bytes -> float (exact);
+//   f16(const uint8_t* 32 bytes) (vcvtph2ps, exact); bf16(32 bytes) (bits << 16);
+//   tree(reg): num::lane_tree_reduce (w = 8, 4, 2, 1: acc[i] += acc[i + w]).
+//
+// Decoders: a decoder D turns one storage block (D::kElems elements,
+// D::kBytes bytes) into float32 chunks of 16 consecutive elements, calling
+// emit(c, lanes) for chunk c = 0, 1, ... in increasing element order. Each
+// element is computed with the operations of quant.cpp's dequant_* in their
+// order (cvt is exact for these small integers; one rounding per mul/add/sub).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "reference/compute/isa_paths.h"
+#include "reference/model/quant.h"
+
+namespace oracle::isa {
+namespace {  // NOLINT(google-build-namespaces): internal linkage per ISA TU, on purpose
+
+constexpr int kL = 16;  // canonical lanes (num::kLanes)
+
+inline int min_i(int a, int b) { return a < b ? a : b; }
+inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128((const __m128i*)p); }
+inline __m128i low_nibbles(__m128i v) { return _mm_and_si128(v, _mm_set1_epi8(0x0F)); }
+inline __m128i high_nibbles(__m128i v) { return _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F)); }
+// A block scale: fp16 -> f32 is exact for every non-NaN value, so vcvtph2ps
+// (F16C) and num::fp16_to_f32 agree bit for bit there; NaN scales never get
+// here (the loaders refuse them, naming tensor and block).
+inline float half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Signed small integers q (16 bytes) times d: (float)q * d.
+template <class V, class F>
+inline void emit_scaled_i8(F& emit, int c, __m128i q, typename V::reg d) {
+  emit(c, V::mul(V::i8(q), d));
+}
+// Unsigned q: (float)q * d + m.
+template <class V, class F>
+inline void emit_affine_u8(F& emit, int c, __m128i q, typename V::reg d, typename V::reg m) {
+  emit(c, V::add(V::mul(V::u8(q), d), m));
+}
+// Unsigned q: d * (float)q - m  (k-quants: dl * q - ml).
+template <class V, class F>
+inline void emit_kquant_u8(F& emit, int c, __m128i q, typename V::reg d, typename V::reg m) {
+  emit(c, V::sub(V::mul(d, V::u8(q)), m));
+}
+
+template <class V>
+struct DecF32 {
+  static constexpr int kElems = 16, kBytes = 64;
+  template <class F> static void block(const uint8_t* b, F&& emit) { emit(0, V::load((const float*)b)); }
+};
+
+template <class V>
+struct DecF16 {  // vcvtph2ps is exact (NaN payloads: see docs/numerics.md)
+  static constexpr int kElems = 16, kBytes = 32;
+  template <class F> static void block(const uint8_t* b, F&& emit) { emit(0, V::f16(b)); }
+};
+
+template <class V>
+struct DecBF16 {  // bf16 bits << 16
+  static constexpr int kElems = 16, kBytes = 32;
+  template <class F> static void block(const uint8_t* b, F&& emit) { emit(0, V::bf16(b)); }
+};
+
+template <class V>
+struct DecQ8_0 {  // (float)q * d
+  static constexpr int kElems = 32, kBytes = 34;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const auto d = V::set1(half(b));
+    emit_scaled_i8<V>(emit, 0, load16(b + 2), d);
+    emit_scaled_i8<V>(emit, 1, load16(b + 18), d);
+  }
+};
+
+template <class V>
+struct DecQ4_0 {  // (float)(q - 8) * d; chunk 0 = low nibbles, chunk 1 = high nibbles
+  static constexpr int kElems = 32, kBytes = 18;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const auto d = V::set1(half(b));
+    __m128i qs = load16(b + 2), eight = _mm_set1_epi8(8);
+    emit_scaled_i8<V>(emit, 0, _mm_sub_epi8(low_nibbles(qs), eight), d);
+    emit_scaled_i8<V>(emit, 1, _mm_sub_epi8(high_nibbles(qs), eight), d);
+  }
+};
+
+template <class V>
+struct DecQ4_1 {  // (float)q * d + m
+  static constexpr int kElems = 32, kBytes = 20;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const auto d = V::set1(half(b)), m = V::set1(half(b + 2));
+    __m128i qs = load16(b + 4);
+    emit_affine_u8<V>(emit, 0, low_nibbles(qs), d, m);
+    emit_affine_u8<V>(emit, 1, high_nibbles(qs), d, m);
+  }
+};
+
+// Bit e of the little-endian u32 qh, as 0x10 in byte e (e = 16*half .. +15).
+inline __m128i q5_high_bits(uint32_t qh, int half) {
+  __m128i v = _mm_cvtsi32_si128((int)qh);
+  __m128i sel = half == 0 ? _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
+                          : _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  __m128i set = _mm_cmpeq_epi8(_mm_and_si128(_mm_shuffle_epi8(v, sel), bit), bit);
+  return _mm_and_si128(set, _mm_set1_epi8(0x10));
+}
+
+template <class V>
+struct DecQ5_0 {  // (float)((nibble | bit << 4) - 16) * d
+  static constexpr int kElems = 32, kBytes = 22;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const auto d = V::set1(half(b));
+    uint32_t qh;
+    std::memcpy(&qh, b + 2, 4);
+    __m128i qs = load16(b + 6), sixteen = _mm_set1_epi8(16);
+    emit_scaled_i8<V>(emit, 0, _mm_sub_epi8(_mm_or_si128(low_nibbles(qs), q5_high_bits(qh, 0)), sixteen), d);
+    emit_scaled_i8<V>(emit, 1, _mm_sub_epi8(_mm_or_si128(high_nibbles(qs), q5_high_bits(qh, 1)), sixteen), d);
+  }
+};
+
+template <class V>
+struct DecQ5_1 {  // (float)(nibble | bit << 4) * d + m
+  static constexpr int kElems = 32, kBytes = 24;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const auto d = V::set1(half(b)), m = V::set1(half(b + 2));
+    uint32_t qh;
+    std::memcpy(&qh, b + 4, 4);
+    __m128i qs = load16(b + 8);
+    emit_affine_u8<V>(emit, 0, _mm_or_si128(low_nibbles(qs), q5_high_bits(qh, 0)), d, m);
+    emit_affine_u8<V>(emit, 1, _mm_or_si128(high_nibbles(qs), q5_high_bits(qh, 1)), d, m);
+  }
+};
+
+// Q4_K / Q5_K (sub-block pair g): d1 = d * sc, m1 = dmin * m, as quant.cpp scale_min_k4.
+inline void kquant_pair(const uint8_t* scales, int g, float d, float dmin, float* dl, float* ml) {
+  for (int h = 0; h < 2; h++) {
+    int j = 2 * g + h, sc, m;
+    if (j < 4) {
+      sc = scales[j] & 63;
+      m = scales[j + 4] & 63;
+    } else {
+      sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+      m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+    }
+    dl[h] = d * (float)sc;
+    ml[h] = dmin * (float)m;
+  }
+}
+
+template <class V>
+struct DecQ4_K {  // per 32: d1 * (float)nibble - m1
+  static constexpr int kElems = 256, kBytes = 144;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const float d = half(b), dmin = half(b + 2);
+    const uint8_t* q = b + 16;
+    for (int g = 0; g < 4; g++, q += 32) {
+      float dl[2], ml[2];
+      kquant_pair(b + 4, g, d, dmin, dl, ml);
+      const auto d1 = V::set1(dl[0]), m1 = V::set1(ml[0]), d2 = V::set1(dl[1]), m2 = V::set1(ml[1]);
+      __m128i a = load16(q), c = load16(q + 16);
+      emit_kquant_u8<V>(emit, 4 * g + 0, low_nibbles(a), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 1, low_nibbles(c), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 2, high_nibbles(a), d2, m2);
+      emit_kquant_u8<V>(emit, 4 * g + 3, high_nibbles(c), d2, m2);
+    }
+  }
+};
+
+inline __m128i bit16(__m128i qh, int bit) {  // (qh & (1 << bit)) ? 16 : 0
+  __m128i m = _mm_set1_epi8((char)(1 << bit));
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(qh, m), m), _mm_set1_epi8(16));
+}
+
+template <class V>
+struct DecQ5_K {  // per 32: d1 * (float)(nibble + (qh bit ? 16 : 0)) - m1
+  static constexpr int kElems = 256, kBytes = 176;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const float d = half(b), dmin = half(b + 2);
+    const uint8_t* ql = b + 48;
+    __m128i qh_a = load16(b + 16), qh_c = load16(b + 32);
+    for (int g = 0; g < 4; g++, ql += 32) {
+      float dl[2], ml[2];
+      kquant_pair(b + 4, g, d, dmin, dl, ml);
+      const auto d1 = V::set1(dl[0]), m1 = V::set1(ml[0]), d2 = V::set1(dl[1]), m2 = V::set1(ml[1]);
+      __m128i a = load16(ql), c = load16(ql + 16);
+      emit_kquant_u8<V>(emit, 4 * g + 0, _mm_or_si128(low_nibbles(a), bit16(qh_a, 2 * g)), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 1, _mm_or_si128(low_nibbles(c), bit16(qh_c, 2 * g)), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 2, _mm_or_si128(high_nibbles(a), bit16(qh_a, 2 * g + 1)), d2, m2);
+      emit_kquant_u8<V>(emit, 4 * g + 3, _mm_or_si128(high_nibbles(c), bit16(qh_c, 2 * g + 1)), d2, m2);
+    }
+  }
+};
+
+template <class V>
+struct DecQ6_K {  // (d * (float)scale) * (float)(q6 - 32)
+  static constexpr int kElems = 256, kBytes = 210;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    const float d = half(b + 208);
+    const int8_t* sc = (const int8_t*)(b + 192);
+    const __m128i three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+    for (int h = 0; h < 2; h++) {
+      const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+      for (int which = 0; which < 4; which++)
+        for (int lh = 0; lh < 2; lh++) {
+          __m128i lo = load16(ql + 16 * lh + (which & 1) * 32);
+          lo = (which < 2) ? low_nibbles(lo) : high_nibbles(lo);
+          __m128i hb = _mm_and_si128(_mm_srli_epi16(load16(qh + 16 * lh), 2 * which), three);
+          __m128i q = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hb, 4)), bias);
+          emit_scaled_i8<V>(emit, 8 * h + 2 * which + lh, q, V::set1(d * (float)sc[8 * h + lh + 2 * which]));
+        }
+    }
+  }
+};
+
+// Any other block type: dequantize_row into a buffer, then emit from it.
+template <class V, DType T>
+struct DecBuffered {
+  static constexpr int kElems = (int)(T == DType::Q8_1 ? QK4_0 : QK_K);
+  static constexpr int kBytes = T == DType::Q8_1 ? 36 : T == DType::Q2_K ? 84 : T == DType::Q3_K ? 110 : 292;
+  template <class F> static void block(const uint8_t* b, F&& emit) {
+    alignas(64) float buf[kElems];
+    dequantize_row(T, b, kElems, buf);
+    for (int c = 0; c < kElems / 16; c++) emit(c, V::load(buf + 16 * c));
+  }
+};
+
+// ============================================================================
+// Tiles: R rows x T tokens, one V::reg (16 lanes) per output
+// ============================================================================
+// Plain F32 rows (ops::matmul, ops::dot): w rows k floats apart; the k % 16
+// tail goes through the baseline finish_lanes_f32.
+template <class V, int R, int T>
+void tile_f32(float* out, int ldo, const float* w, const float* x, int k) {
+  typename V::reg acc[R][T];  // (rows, tokens) x 16 lanes
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) acc[r][t] = V::zero();
+  const int k16 = k - k % kL;
+  for (int kk = 0; kk < k16; kk += kL)
+    for (int r = 0; r < R; r++) {
+      _mm_prefetch((const char*)(w + r * k + kk + 128), _MM_HINT_T0);  // 512 bytes ahead
+      const auto wv = V::load(w + r * k + kk);
+      for (int t = 0; t < T; t++) acc[r][t] = V::add(acc[r][t], V::mul(wv, V::load(x + t * k + kk)));
+    }
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) {
+      if (k16 == k) {  // no tail: the lane tree in registers
+        out[t * ldo + r] = V::tree(acc[r][t]);
+        continue;
+      }
+      alignas(64) float lanes[kL];
+      V::store(lanes, acc[r][t]);
+      out[t * ldo + r] = finish_lanes_f32(lanes, w + r * k, x + t * k, k16, k);
+    }
+}
+
+template <class V>
+float dot(const float* a, const float* b, int n) {
+  float out;
+  tile_f32<V, 1, 1>(&out, 1, a, b, n);
+  return out;
+}
+
+// Rows [r0, r1) x all tokens. One token (decode): rows one after another, a
+// single sequential weight stream. Several tokens (prefill): blocks of 32 rows
+// (stay in L2) times blocks of 4 tokens (stay in L1).
+template <class V>
+void matmul_rows_f32(float* out, const float* x, const float* w, int T, int K, int N, int r0, int r1) {
+  for (int rb = r0; rb < r1; rb += 32) {
+    int rb1 = min_i(r1, rb + 32), t = 0;
+    for (; t + 4 <= T; t += 4)
+      for (int i = rb; i < rb1; i++)
+        tile_f32<V, 1, 4>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
+    for (; t < T; t++)
+      for (int i = rb; i < rb1; i++)
+        tile_f32<V, 1, 1>(out + (long)t * N + i, N, w + (long)i * K, x + (long)t * K, K);
+  }
+}
+
+// Stored-type rows: each decoded chunk goes into the outputs' lanes.
+template <class V, class D, int R, int T>
+void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k) {
+  typename V::reg acc[R][T];  // (rows, tokens) x 16 lanes
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) acc[r][t] = V::zero();
+  const int nb = k / D::kElems;
+  // Fully unrolled over rows and tokens so the R·T accumulators stay in
+  // registers (a rolled loop keeps them on the stack: a load-add-store chain
+  // per update, about 3× slower). The order of each output's adds is unchanged.
+  for (int blk = 0; blk < nb; blk++) {
+    const float* xb = x + (int64_t)blk * D::kElems;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      D::block(w + r * row_bytes + (int64_t)blk * D::kBytes, [&](int c, typename V::reg wv) {
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++)
+          acc[r][t] = V::add(acc[r][t], V::mul(wv, V::load(xb + (int64_t)t * k + 16 * c)));
+      });
+  }
+  const int k16 = nb * D::kElems;
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) {
+      if (k16 == k) {
+        out[t * ldo + r] = V::tree(acc[r][t]);
+        continue;
+      }
+      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
+      V::store(lanes, acc[r][t]);
+      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
+    }
+}
+
+// One token (decode): 4 rows at a time, independent accumulator chains over
+// one shared x. Several tokens (prefill): 32-row blocks (stay in L2) x 4
+// tokens, each decoded block applied to 4 tokens.
+template <class V, class D>
+void rows_stored(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int n_tok, int k,
+                 int n_out, int r0, int r1) {
+  auto at = [&](int i) { return w + (int64_t)i * rb; };
+  if (n_tok == 1) {
+    int i = r0;
+    for (; i + 4 <= r1; i += 4) tile_stored<V, D, 4, 1>(out + i, n_out, type, at(i), rb, x, k);
+    for (; i < r1; i++) tile_stored<V, D, 1, 1>(out + i, n_out, type, at(i), rb, x, k);
+    return;
+  }
+  for (int b0 = r0; b0 < r1; b0 += 32) {
+    int b1 = min_i(r1, b0 + 32), t = 0;
+    for (; t + 4 <= n_tok; t += 4)
+      for (int i = b0; i < b1; i++)
+        tile_stored<V, D, 1, 4>(out + (int64_t)t * n_out + i, n_out, type, at(i), rb, x + (int64_t)t * k, k);
+    for (; t < n_tok; t++)
+      for (int i = b0; i < b1; i++)
+        tile_stored<V, D, 1, 1>(out + (int64_t)t * n_out + i, n_out, type, at(i), rb, x + (int64_t)t * k, k);
+  }
+}
+
+template <class V>
+bool stored_rows(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int T, int K, int N,
+                 int r0, int r1) {
+  using Q8_1 = DecBuffered<V, DType::Q8_1>;
+  using Q2_K = DecBuffered<V, DType::Q2_K>;
+  using Q3_K = DecBuffered<V, DType::Q3_K>;
+  using Q8_K = DecBuffered<V, DType::Q8_K>;
+  switch (type) {
+#define ORACLE_ROWS(D) rows_stored<V, D>(out, x, type, w, rb, T, K, N, r0, r1); return true
+    case DType::F32: ORACLE_ROWS(DecF32<V>);
+    case DType::F16: ORACLE_ROWS(DecF16<V>);
+    case DType::BF16: ORACLE_ROWS(DecBF16<V>);
+    case DType::Q8_0: ORACLE_ROWS(DecQ8_0<V>);
+    case DType::Q4_0: ORACLE_ROWS(DecQ4_0<V>);
+    case DType::Q4_1: ORACLE_ROWS(DecQ4_1<V>);
+    case DType::Q5_0: ORACLE_ROWS(DecQ5_0<V>);
+    case DType::Q5_1: ORACLE_ROWS(DecQ5_1<V>);
+    case DType::Q4_K: ORACLE_ROWS(DecQ4_K<V>);
+    case DType::Q5_K: ORACLE_ROWS(DecQ5_K<V>);
+    case DType::Q6_K: ORACLE_ROWS(DecQ6_K<V>);
+    case DType::Q8_1: ORACLE_ROWS(Q8_1);
+    case DType::Q2_K: ORACLE_ROWS(Q2_K);
+    case DType::Q3_K: ORACLE_ROWS(Q3_K);
+    case DType::Q8_K: ORACLE_ROWS(Q8_K);
+#undef ORACLE_ROWS
+    default: return false;
+  }
+}
+
+inline bool register_decoder(DType t) {
+  switch (t) {
+    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
+    case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K:
+    case DType::Q6_K:
+      return true;
+    default: return false;
+  }
+}
+
+template <class V>
+constexpr Kernels make_kernels(Isa isa) {
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder};
+}
+
+}  // namespace
+}  // namespace oracle::isa

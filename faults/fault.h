@@ -45,16 +45,17 @@
   X(KV_ROLLBACK_OFF_BY_ONE, "reference/compute", "KvCache::truncate", "truncate keeps one token too many",      \
     "prop_kv_cache")                                                                                             \
   X(PAGED_TRUNCATE_KEEPS_EXTRA_BLOCK, "reference/compute", "KvBlocks::truncate",                                  \
-    "paged truncate keeps n / bs + 1 blocks: a block leaks when n is a multiple of the block size",             \
-    "prop_kv_cache")                                                                                             \
+    "paged truncate keeps n / bs + 1 blocks: a block leaks when n is a multiple of the block size (host and device)", \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                          \
   X(KV_COW_SHARED_WRITE, "reference/compute", "KvBlocks copy_on_write",                                          \
     "appending into a shared or cached KV block writes into it instead of copying it (host and device caches)", \
-    "prop_kv_cache prop_kv_blocks test_device_kv:[device_kv]")                                                   \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                        \
   X(KV_PREFIX_OWN_BLOCK_KEY, "reference/compute", "KvBlocks prefix_key",                                         \
     "the prefix cache keys a block by its own block_size tokens, not the whole prefix up to its end",           \
-    "prop_kv_blocks test_device_kv:[device_kv]")                                                                 \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                        \
   X(PREFIX_COW_SKIPS_CACHED, "reference/compute", "KvBlocks must_copy",                                          \
-    "a prefix-cached block with one owner is written in place after a rollback into it", "prop_kv_cache")       \
+    "a prefix-cached block with one owner is written in place after a rollback into it (host and device caches)",   \
+    "prop_kv_cache prop_kv_blocks:[property]")                                                                   \
   X(SPEC_ACCEPT_BY_P, "reference/generate", "accept_draft",                                                      \
     "a draft is accepted with probability p(x) instead of min(1, p(x)/q(x))", "prop_speculative")               \
   X(SPEC_RESAMPLE_FROM_P, "reference/generate", "residual",                                                     \

@@ -70,15 +70,6 @@ DeviceKv::DeviceKv(const Config& config, const DeviceKvOptions& options)
   table_dev_.resize(table_host_.size());
 }
 
-bool DeviceKv::can_append(std::span<const std::pair<int, int>> seq_counts) const {
-  int blocks = 0;
-  for (auto [seq, n] : seq_counts) {
-    if (length(seq) + n > blocks_.options().seq_len) return false;
-    blocks += blocks_.blocks_needed(seq, n);
-  }
-  return blocks <= blocks_free();
-}
-
 void DeviceKv::sync_table() {
   if (table_uploaded_ == blocks_.table_version()) return;
   std::fill(table_host_.begin(), table_host_.end(), -1);

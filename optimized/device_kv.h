@@ -57,10 +57,11 @@ class DeviceKv {
   // partly filled last block first; returns the first position. Throws
   // InputError when the context or the pool is exhausted (nothing changed).
   int append(int seq, std::span<const int> tokens) { return blocks_.append(seq, tokens); }
-  // Whether appending n_i tokens to each distinct seq_i of (seq_i, n_i) fits the context and the
-  // pool (a batch checks this first, so no append of it fails half way and nothing needs undoing:
-  // a block that becomes full enters the prefix cache at once, before the launch writes its K/V).
-  bool can_append(std::span<const std::pair<int, int>> seq_counts) const;
+  // Throws append()'s InputError unless appending n_i tokens to each distinct seq_i of (seq_i, n_i)
+  // fits the context and the pool (a batch checks this first, so no append of it fails half way and
+  // nothing needs undoing: a block that becomes full enters the prefix cache at once, before the
+  // launch writes its K/V).
+  void require_append(std::span<const std::pair<int, int>> seq_counts) const { blocks_.require_append(seq_counts); }
   void truncate(int seq, int n) { blocks_.truncate(seq, n); }  // keep the first n positions
   void release(int seq) { blocks_.truncate(seq, 0); }
   void fork(int src, int dst) { blocks_.fork(src, dst); }      // dst (empty) shares every block of src

@@ -153,14 +153,24 @@ int KvBlocks::blocks_needed(int seq, int n) const {
   return need;
 }
 
+void KvBlocks::require_append(std::span<const std::pair<int, int>> seq_counts) const {
+  int blocks = 0;
+  for (auto [seq, n] : seq_counts) {
+    const int end = length(seq) + n;
+    require_input(end <= opt_.seq_len, opt_.owner, "position",
+                  "position " + std::to_string(end - 1) + " of sequence " + std::to_string(seq) +
+                      " exceeds the context length " + std::to_string(opt_.seq_len));
+    blocks += blocks_needed(seq, n);
+  }
+  require_input(blocks <= blocks_free(), opt_.owner, opt_.pool_field,
+                "KV block pool exhausted (" + std::to_string(opt_.n_blocks) + " blocks of " +
+                    std::to_string(opt_.block_size) + " tokens)");
+}
+
 int KvBlocks::append(int seq, std::span<const int> tokens) {
   const int first = length(seq), n = (int)tokens.size(), end = first + n, bs = opt_.block_size;
-  require_input(end <= opt_.seq_len, opt_.owner, "position",
-                "position " + std::to_string(end - 1) + " of sequence " + std::to_string(seq) +
-                    " exceeds the context length " + std::to_string(opt_.seq_len));
-  require_input(blocks_needed(seq, n) <= blocks_free(), opt_.owner, opt_.pool_field,
-                "KV block pool exhausted (" + std::to_string(opt_.n_blocks) + " blocks of " + std::to_string(bs) +
-                    " tokens)");
+  const std::pair<int, int> count{seq, n};
+  require_append(std::span(&count, 1));
   for (int pos = first; pos < end; pos++) {
     if (pos % bs == 0) {
       tables_[seq].push_back(alloc_block());

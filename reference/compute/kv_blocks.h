@@ -99,6 +99,10 @@ class KvBlocks {
   // Pool blocks append(seq, tokens of length n) would take (new blocks, plus one
   // for a copy-on-write of the partly filled last block).
   int blocks_needed(int seq, int n) const;
+  // Throws append()'s InputError unless appending n_i tokens to each distinct
+  // seq_i of (seq_i, n_i) fits the context and the pool together (a batch
+  // checks this first, so no append of it fails half way).
+  void require_append(std::span<const std::pair<int, int>> seq_counts) const;
   void truncate(int seq, int n);  // keep the first n positions (field "n")
   void fork(int src, int dst);    // dst (empty) shares every block of src (field "dst")
   // `seq` empty (field "seq"): shares the cached full blocks whose keys match

@@ -9,10 +9,9 @@ namespace llm_oracle {
 namespace detail {
 
 namespace {
-// The fields both structs spell alike (the preset enum is converted by the callers).
+// The fields both structs spell alike (the preset and the processor names are converted by the callers).
 template <class From, class To>
 void copy_fields(const From& f, To& t) {
-  t.order = f.order;
   t.temperature = f.temperature, t.top_k = f.top_k, t.top_p = f.top_p, t.min_p = f.min_p;
   t.min_keep = f.min_keep;
   t.repetition_penalty = f.repetition_penalty, t.frequency_penalty = f.frequency_penalty;
@@ -25,6 +24,7 @@ oracle::SamplerConfig to_internal(const SamplerConfig& c) {
   oracle::SamplerConfig s;
   s.preset = c.preset == Preset::Hf ? oracle::Preset::Hf : oracle::Preset::LlamaCpp;
   copy_fields(c, s);
+  for (const std::string& name : c.order) s.order.push_back(oracle::parse_processor(name, "sampler", "order"));
   return s;
 }
 
@@ -32,6 +32,7 @@ SamplerConfig from_internal(const oracle::SamplerConfig& s) {
   SamplerConfig c;
   c.preset = s.preset == oracle::Preset::Hf ? Preset::Hf : Preset::LlamaCpp;
   copy_fields(s, c);
+  for (oracle::Processor p : s.order) c.order.push_back(p.name());
   return c;
 }
 

@@ -44,13 +44,18 @@
     "prop_forward")                                                                                              \
   X(KV_ROLLBACK_OFF_BY_ONE, "reference/compute", "KvCache::truncate", "truncate keeps one token too many",      \
     "prop_kv_cache")                                                                                             \
-  X(PAGED_TRUNCATE_KEEPS_EXTRA_BLOCK, "reference/compute", "KvCache::truncate",                                  \
-    "paged truncate keeps n / bs + 1 blocks: a block leaks when n is a multiple of the block size",             \
-    "prop_kv_cache")                                                                                             \
-  X(PAGED_COW_SHARED_WRITE, "reference/compute", "KvCache copy_on_write",                                       \
-    "appending into a shared block writes into it instead of copying it", "prop_kv_cache")                      \
-  X(PREFIX_COW_SKIPS_CACHED, "reference/compute", "KvCache::append",                                            \
-    "a prefix-cached block with one owner is written in place after a rollback into it", "prop_kv_cache")       \
+  X(PAGED_TRUNCATE_KEEPS_EXTRA_BLOCK, "reference/compute", "KvBlocks::truncate",                                  \
+    "paged truncate keeps n / bs + 1 blocks: a block leaks when n is a multiple of the block size (host and device)", \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                          \
+  X(KV_COW_SHARED_WRITE, "reference/compute", "KvBlocks copy_on_write",                                          \
+    "appending into a shared or cached KV block writes into it instead of copying it (host and device caches)", \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                        \
+  X(KV_PREFIX_OWN_BLOCK_KEY, "reference/compute", "KvBlocks prefix_key",                                         \
+    "the prefix cache keys a block by its own block_size tokens, not the whole prefix up to its end",           \
+    "prop_kv_cache prop_kv_blocks:[property] test_device_kv:[device_kv]")                                        \
+  X(PREFIX_COW_SKIPS_CACHED, "reference/compute", "KvBlocks must_copy",                                          \
+    "a prefix-cached block with one owner is written in place after a rollback into it (host and device caches)",   \
+    "prop_kv_cache prop_kv_blocks:[property]")                                                                   \
   X(SPEC_ACCEPT_BY_P, "reference/generate", "accept_draft",                                                      \
     "a draft is accepted with probability p(x) instead of min(1, p(x)/q(x))", "prop_speculative")               \
   X(SPEC_RESAMPLE_FROM_P, "reference/generate", "residual",                                                     \
@@ -128,11 +133,6 @@
     "Q4_K/Q5_K high nibbles use the low nibbles' (scale, min) pair", "test_kernels_emu:[matmul_stored]") \
   X(TP_RANK_SUM_ORDER, "reference/compute", "forward head (tensor parallel)",                                     \
     "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp") \
-  X(DEVICE_KV_COW_SHARED_WRITE, "optimized", "DeviceKv copy_on_write",                                           \
-    "appending into a shared or cached device KV block writes into it instead of copying it", "test_device_kv")   \
-  X(DEVICE_KV_PREFIX_OWN_BLOCK_KEY, "optimized", "DeviceKv cache_block",                                         \
-    "the device prefix cache keys a block by its own block_size tokens, not the whole prefix up to its end",     \
-    "test_device_kv")                                                                                            \
   X(DEVICE_BATCH_SAMPLES_ROW0, "optimized", "DeviceBatchEngine::sample",                                         \
     "every running request of a device batch step samples logits row 0 (the first request's)", "test_device_batch") \
   X(DEVICE_SEQUENCE_TRUNCATE_KEEPS_ONE, "optimized", "DeviceSequence::truncate",                                 \

@@ -143,11 +143,7 @@ std::vector<float> Backend::run_rows(std::vector<Row> rows, bool all_logits) {
   std::map<int, int> per_seq;  // seq -> rows: checked whole, so no append below fails half way
   for (const Row& r : rows) per_seq[r.seq]++;
   const std::vector<std::pair<int, int>> counts(per_seq.begin(), per_seq.end());
-  for (auto [seq, n] : counts)
-    require_input(kv_.length(seq) + n <= c.seq_len, "device_kv", "position",
-                  "position " + std::to_string(kv_.length(seq) + n - 1) + " exceeds the context length " +
-                      std::to_string(c.seq_len));
-  require_input(kv_.can_append(counts), "device_kv", "n_blocks", "the KV block pool is exhausted");
+  kv_.require_append(counts);
   for (Row& r : rows) r.pos = kv_.append(r.seq, std::span<const int>(&r.token, 1));
   const int n = (int)rows.size();
   if (n > s_.rows) graphs_.clear();  // the scratch moves: every captured pointer changes

@@ -18,7 +18,7 @@ namespace oracle::optimized {
 namespace k = oracle::kernels;
 
 DeviceSampler::DeviceSampler(const SamplerConfig& config, int vocab)
-    : config_(config), order_names_(config.order.empty() ? preset_order(config.preset) : config.order), vocab_(vocab) {
+    : config_(config), processors_(config.order.empty() ? preset_order(config.preset) : config.order), vocab_(vocab) {
   std::vector<int> bias_ids;
   std::vector<float> bias;
   for (const auto& [id, b] : config.logit_bias) bias_ids.push_back(id), bias.push_back(b);
@@ -46,42 +46,49 @@ void DeviceSampler::sort(const float* values, int R) {
 void DeviceSampler::compact(int R) { k::candidates_compact(ids_.get(), x_.get(), counts_.get(), keep_.get(), R, vocab_); }
 
 // One processor of the chain, the reference's off-switches first (sampler_processors.cpp).
-void DeviceSampler::apply(const std::string& name, int R) {
+void DeviceSampler::apply(Processor processor, int R) {
   const SamplerConfig& c = config_;
   const bool hf = c.preset == Preset::Hf;
-  if (name == "logit_bias") {
+  switch (processor.id()) {
+  case Processor::LogitBias:
     k::logit_bias_rows(x_.get(), ids_.get(), counts_.get(), bias_ids_.get(), bias_.get(), (int)c.logit_bias.size(),
                        R, vocab_);
-  } else if (name == "banned") {
+    return;
+  case Processor::Banned:
     if (c.banned_tokens.empty()) return;
     k::banned_mark_rows(keep_.get(), ids_.get(), counts_.get(), banned_.get(), (int)c.banned_tokens.size(), R, vocab_);
     compact(R);
-  } else if (name == "penalties") {
+    return;
+  case Processor::Penalties:
     k::penalties_rows(x_.get(), seen_.get(), ids_.get(), counts_.get(), histories_.get(), offsets_.get(),
                       c.penalty_window, c.repetition_penalty, c.frequency_penalty, c.presence_penalty, R, vocab_);
-  } else if (name == "temperature") {
+    return;
+  case Processor::Temperature:
     k::temperature_rows(x_.get(), counts_.get(), c.temperature, R, vocab_);
-  } else if (name == "top_k") {
+    return;
+  case Processor::TopK:
     if (c.top_k <= 0) return;
     sort(x_.get(), R);
     k::top_k_mark(keep_.get(), x_.get(), order_.get(), counts_.get(), hf ? std::max(c.top_k, c.min_keep) : c.top_k,
                   hf, R, vocab_);
     compact(R);
-  } else if (name == "top_p") {
+    return;
+  case Processor::TopP:
     if (c.top_p >= 1.0f) return;
     k::softmax_rows_counted(probs_.get(), x_.get(), counts_.get(), R, vocab_);
     sort(probs_.get(), R);
     k::top_p_mark(keep_.get(), probs_.get(), order_.get(), counts_.get(), c.top_p, c.min_keep, hf, R, vocab_);
     compact(R);
-  } else if (name == "min_p") {
+    return;
+  case Processor::MinP: {
     if (c.min_p <= 0.0f) return;
     if (hf) k::softmax_rows_counted(probs_.get(), x_.get(), counts_.get(), R, vocab_);
     const float* values = hf ? probs_.get() : x_.get();
     sort(values, R);
     k::min_p_mark(keep_.get(), values, order_.get(), counts_.get(), c.min_p, c.min_keep, hf, R, vocab_);
     compact(R);
-  } else {
-    throw InputError("sampler", "order", "unknown processor '" + name + "'");
+    return;
+  }
   }
 }
 
@@ -105,7 +112,7 @@ void DeviceSampler::process(const float* logits, std::span<const SamplingContext
   reserve(R);
   upload_histories(ctx);
   k::candidates_init(ids_.get(), x_.get(), counts_.get(), logits, R, vocab_);
-  for (const std::string& name : order_names_) apply(name, R);
+  for (Processor p : processors_) apply(p, R);
 }
 
 // The reference's error when a row has no candidate left.

@@ -49,7 +49,7 @@ class DeviceSampler {
 
  private:
   void reserve(int R);
-  void apply(const std::string& name, int R);
+  void apply(Processor processor, int R);
   void sort(const float* values, int R);  // order_ <- rank order of values over the candidates
   void compact(int R);
   void upload_histories(std::span<const SamplingContext> ctx);
@@ -59,7 +59,7 @@ class DeviceSampler {
   std::vector<LogprobReport> report(const float* logits, const std::vector<int>& selected, int top_n);
 
   SamplerConfig config_;
-  std::vector<std::string> order_names_;
+  std::vector<Processor> processors_;  // config.order, or the preset's
   int vocab_;
   int rows_ = 0;      // capacity
   int last_rows_ = 0;

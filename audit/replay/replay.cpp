@@ -55,14 +55,13 @@ void selector_support(Candidates c, int at, const SamplerConfig& cfg, ForcedStep
 void find_support(int token, std::span<const float> logits, const SamplerConfig& cfg,
                   const SamplingContext& ctx, ForcedStep& s) {
   Candidates c = candidates_from_logits(logits);
-  const std::vector<std::string> order = cfg.order.empty() ? preset_order(cfg.preset) : cfg.order;
-  for (const std::string& name : order) {
+  for (Processor p : cfg.order.empty() ? preset_order(cfg.preset) : cfg.order) {
     Candidates before = c;
-    const std::unique_ptr<Sampler> proc = make_processor(name, cfg);
+    const std::unique_ptr<Sampler> proc = make_processor(p, cfg);
     proc->apply(c, ctx);
     if (index_of(c, token) < 0) {
       const RemovalMargin m = proc->removal_margin(before, index_of(before, token));
-      s.removed_by = name;
+      s.removed_by = p.name();
       s.margin = m.distance;
       s.margin_in_probability = m.in_probability;
       return;

@@ -184,14 +184,15 @@ std::vector<std::pair<int, float>> logit_bias(const json& v, const std::string& 
 }
 
 // generation_settings.samplers -> our order; the named samplers we lack must be off.
-std::vector<std::string> sampler_order(const json& v, const json& s, const std::string& where, const std::string& field) {
+std::vector<Processor> sampler_order(const json& v, const json& s, const std::string& where, const std::string& field) {
   require_input(v.is_array(), where, field, "expected an array of sampler names");
-  std::vector<std::string> order = {"logit_bias", "banned"};
+  std::vector<Processor> order = {Processor::LogitBias, Processor::Banned};
   for (const json& n : v) {
     require_input(n.is_string(), where, field, "expected sampler names");
     const std::string name = n.get<std::string>();
+    // llama.cpp spells these five as we do; logit_bias and banned are not in its list
     if (name == "penalties" || name == "top_k" || name == "top_p" || name == "min_p" || name == "temperature") {
-      order.push_back(name);
+      order.push_back(parse_processor(name, where, field));
       continue;
     }
     bool off = false;

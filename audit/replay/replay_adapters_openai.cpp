@@ -99,7 +99,8 @@ T req_num(const json& r, const char* key, T dflt) {
 SamplerConfig sampler_from(const json& r, const std::string& where) {
   SamplerConfig c;
   c.preset = Preset::Hf;  // probability-space min-p, top-k/top-p over the sorted distribution
-  c.order = {"logit_bias", "banned", "penalties", "temperature", "min_p", "top_k", "top_p"};
+  using P = Processor;
+  c.order = {P::LogitBias, P::Banned, P::Penalties, P::Temperature, P::MinP, P::TopK, P::TopP};
   c.temperature = req_num<float>(r, "temperature", 1.0f);
   c.top_p = req_num<float>(r, "top_p", 1.0f);
   c.top_k = std::max(0, req_num<int>(r, "top_k", 0));  // -1 and 0: off

@@ -13,8 +13,8 @@ namespace oracle {
 // ---- processed distribution ------------------------------------------------------------
 ProcessedDistribution::ProcessedDistribution(const SamplerConfig& config)
     : config_(config), greedy_(config.temperature <= 0.0f) {
-  const std::vector<std::string> order = config.order.empty() ? preset_order(config.preset) : config.order;
-  for (const std::string& name : order) processors_.add(make_processor(name, config));
+  for (Processor p : config.order.empty() ? preset_order(config.preset) : config.order)
+    processors_.add(make_processor(p, config));
 }
 
 std::vector<float> ProcessedDistribution::operator()(std::span<const float> logits,

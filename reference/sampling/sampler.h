@@ -87,9 +87,36 @@ const char* preset_name(Preset p);
 // InputError(file, field, ...) for anything but "llamacpp" and "hf".
 Preset parse_preset(const std::string& name, const std::string& file, const std::string& field);
 
+// The processors of a chain: an enum with one name table. The names
+// ("logit_bias", "banned", "penalties", "temperature", "top_k", "top_p",
+// "min_p") are spelled only in sampler_presets.cpp's table and read or written
+// only at the boundary (JSON logs and golden records, the CLI, Python, foreign
+// engine logs) through processor_name / parse_processor. A name converts
+// implicitly (parse_processor(name, "sampler", "order")), so a list of names
+// is an order: `config.order = {"top_k", "temperature"}`.
+class Processor {
+ public:
+  enum Id : uint8_t { LogitBias, Banned, Penalties, Temperature, TopK, TopP, MinP };
+  static constexpr int kCount = 7;
+  constexpr Processor(Id id) : id_(id) {}
+  Processor(const char* name);         // InputError("sampler", "order", ...) for an unknown name
+  Processor(const std::string& name);  // the same
+  constexpr Id id() const { return id_; }
+  const char* name() const;
+  bool operator==(const Processor&) const = default;
+
+ private:
+  Id id_;
+};
+const char* processor_name(Processor p);
+// InputError(file, field, "unknown processor '<name>'") for a name not in the table.
+Processor parse_processor(const std::string& name, const std::string& file, const std::string& field);
+// An order equals a list of names when it spells exactly them (checks written with names).
+bool operator==(const std::vector<Processor>& order, const std::vector<std::string>& names);
+
 struct SamplerConfig {
   Preset preset = Preset::LlamaCpp;
-  std::vector<std::string> order;  // processor names; empty = the preset's order
+  std::vector<Processor> order;    // empty = the preset's order
   float temperature = 1.0f;        // <= 0: greedy selection (argmax, ties lowest id)
   int top_k = 0;                   // <= 0: off
   float top_p = 1.0f;              // >= 1: off
@@ -105,19 +132,17 @@ struct SamplerConfig {
   bool operator==(const SamplerConfig&) const = default;  // field by field (a cached chain's key)
 };
 
-// Processor names: "logit_bias", "banned", "penalties", "temperature",
-// "top_k", "top_p", "min_p".
-std::vector<std::string> preset_order(Preset preset);
+std::vector<Processor> preset_order(Preset preset);
 SamplerConfig preset_config(Preset preset);  // defaults + that preset's order
 // Greedy selection with no processor that can move the argmax (repetition /
 // frequency / presence penalties, logit bias, banned ids; top-k/top-p/min-p
 // always keep the argmax): the configurations the device backends run.
 bool plain_greedy(const SamplerConfig& config);
-// Throws InputError("sampler", field, ...) on bad values / unknown names.
+// Throws InputError("sampler", field, ...) on bad values / a processor listed twice.
 void validate(const SamplerConfig& config, int vocab_size);
 // Processors in order (config.order or the preset's), then the selector.
 SamplerChain build_chain(const SamplerConfig& config);
-std::unique_ptr<Sampler> make_processor(const std::string& name, const SamplerConfig& config);
+std::unique_ptr<Sampler> make_processor(Processor processor, const SamplerConfig& config);
 // "greedy" when temperature <= 0, else "draw" (Philox inverse CDF).
 std::unique_ptr<Sampler> make_selector(const SamplerConfig& config);
 

@@ -26,9 +26,35 @@ Preset parse_preset(const std::string& name, const std::string& file, const std:
   throw InputError(file, field, "unknown preset '" + name + "' (hf, llamacpp)");
 }
 
-std::vector<std::string> preset_order(Preset preset) {
-  if (preset == Preset::Hf) return {"logit_bias", "penalties", "banned", "temperature", "top_k", "top_p", "min_p"};
-  return {"logit_bias", "banned", "penalties", "top_k", "top_p", "min_p", "temperature"};
+// ---- processor names: the one table ------------------------------------------------
+namespace {
+constexpr const char* kProcessorNames[Processor::kCount] = {"logit_bias", "banned", "penalties", "temperature",
+                                                             "top_k", "top_p", "min_p"};  // by Processor::Id
+}  // namespace
+
+const char* processor_name(Processor p) { return kProcessorNames[p.id()]; }
+const char* Processor::name() const { return processor_name(*this); }
+
+Processor parse_processor(const std::string& name, const std::string& file, const std::string& field) {
+  for (int i = 0; i < Processor::kCount; i++)
+    if (name == kProcessorNames[i]) return Processor((Processor::Id)i);
+  throw InputError(file, field, "unknown processor '" + name + "'");
+}
+
+Processor::Processor(const char* name) : Processor(parse_processor(name, "sampler", "order")) {}
+Processor::Processor(const std::string& name) : Processor(parse_processor(name, "sampler", "order")) {}
+
+bool operator==(const std::vector<Processor>& order, const std::vector<std::string>& names) {
+  if (order.size() != names.size()) return false;
+  for (size_t i = 0; i < order.size(); i++)
+    if (names[i] != order[i].name()) return false;
+  return true;
+}
+
+std::vector<Processor> preset_order(Preset preset) {
+  using P = Processor;
+  if (preset == Preset::Hf) return {P::LogitBias, P::Penalties, P::Banned, P::Temperature, P::TopK, P::TopP, P::MinP};
+  return {P::LogitBias, P::Banned, P::Penalties, P::TopK, P::TopP, P::MinP, P::Temperature};
 }
 
 // Engine defaults: llama.cpp common_params_sampling (temp 0.8, top-k 40,
@@ -57,15 +83,12 @@ bool plain_greedy(const SamplerConfig& c) {
 }
 
 // ---- validation -------------------------------------------------------------------------
+// Unknown names are refused where they are parsed (parse_processor); here: no processor twice.
 static void validate_order(const SamplerConfig& c) {
-  std::vector<std::string> order = c.order.empty() ? preset_order(c.preset) : c.order;
-  std::vector<std::string> known = preset_order(Preset::LlamaCpp);
-  for (size_t i = 0; i < order.size(); i++) {
-    require_input(std::find(known.begin(), known.end(), order[i]) != known.end(), "sampler", "order",
-                  "unknown processor '" + order[i] + "'");
+  const std::vector<Processor>& order = c.order;
+  for (size_t i = 0; i < order.size(); i++)
     require_input(std::find(order.begin(), order.begin() + (long)i, order[i]) == order.begin() + (long)i,
-                  "sampler", "order", "processor '" + order[i] + "' listed twice");
-  }
+                  "sampler", "order", std::string("processor '") + order[i].name() + "' listed twice");
 }
 
 void validate(const SamplerConfig& c, int vocab_size) {
@@ -93,18 +116,35 @@ void validate(const SamplerConfig& c, int vocab_size) {
 // ---- chain ------------------------------------------------------------------------------
 SamplerChain build_chain(const SamplerConfig& config) {
   SamplerChain chain;
-  const std::vector<std::string> order = config.order.empty() ? preset_order(config.preset) : config.order;
-  for (const std::string& name : order) chain.add(make_processor(name, config));
+  for (Processor p : config.order.empty() ? preset_order(config.preset) : config.order)
+    chain.add(make_processor(p, config));
   chain.add(make_selector(config));
   return chain;
 }
 
 // ---- JSON --------------------------------------------------------------------------------
+// The order as its names (the JSON spelling of replay logs and golden records), and back.
+static nlohmann::json processors_to_json(const std::vector<Processor>& order) {
+  nlohmann::json names = nlohmann::json::array();
+  for (Processor p : order) names.push_back(p.name());
+  return names;
+}
+
+static std::vector<Processor> processors_from_json(const nlohmann::json& j) {
+  require_input(j.is_array(), "sampler", "order", "wrong JSON type");
+  std::vector<Processor> order;
+  for (const auto& name : j) {
+    require_input(name.is_string(), "sampler", "order", "wrong JSON type");
+    order.push_back(parse_processor(name.get<std::string>(), "sampler", "order"));
+  }
+  return order;
+}
+
 void to_json(nlohmann::json& j, const SamplerConfig& c) {
   nlohmann::json bias = nlohmann::json::array();
   for (const auto& [id, b] : c.logit_bias) bias.push_back({id, json_float(b)});
   j = {{"preset", preset_name(c.preset)},
-       {"order", c.order.empty() ? preset_order(c.preset) : c.order},
+       {"order", processors_to_json(c.order.empty() ? preset_order(c.preset) : c.order)},
        {"temperature", json_float(c.temperature)},
        {"top_k", c.top_k},
        {"top_p", json_float(c.top_p)},
@@ -140,7 +180,7 @@ void from_json(const nlohmann::json& j, SamplerConfig& c) {
     require_input(j.at("preset").is_string(), "sampler", "preset", "wrong JSON type");
     c.preset = parse_preset(j.at("preset").get<std::string>(), "sampler", "preset");
   }
-  field("order", c.order);
+  if (j.contains("order")) c.order = processors_from_json(j.at("order"));
   ffield("temperature", c.temperature);
   field("top_k", c.top_k);
   ffield("top_p", c.top_p);

@@ -40,7 +40,7 @@ class LogitBias : public Sampler {
     for (const auto& [id, b] : bias_)
       if (Candidate* k = find_id(c, id)) k->logit = num::add_rn(k->logit, b);
   }
-  std::string name() const override { return "logit_bias"; }
+  std::string name() const override { return processor_name(Processor::LogitBias); }
 
  private:
   std::vector<std::pair<int, float>> bias_;
@@ -56,7 +56,7 @@ class Banned : public Sampler {
       if (std::binary_search(ids_.begin(), ids_.end(), c.items[i].id)) keep[i] = 0;
     keep_only(c, keep);
   }
-  std::string name() const override { return "banned"; }
+  std::string name() const override { return processor_name(Processor::Banned); }
 
  private:
   std::vector<int> ids_;
@@ -85,7 +85,7 @@ class Penalties : public Sampler {
       for (Candidate& k : c.items)  // FAULT: unseen tokens get the presence penalty too
         if (!count.count(k.id)) k.logit = num::sub_rn(k.logit, pres_);
   }
-  std::string name() const override { return "penalties"; }
+  std::string name() const override { return processor_name(Processor::Penalties); }
 
  private:
   float penalise(float x, int cnt) const {
@@ -104,7 +104,7 @@ class Temperature : public Sampler {
     if (!(t_ > 0.0f)) return;
     for (Candidate& k : c.items) k.logit = num::div_rn(k.logit, t_);
   }
-  std::string name() const override { return "temperature"; }
+  std::string name() const override { return processor_name(Processor::Temperature); }
 
  private:
   float t_;
@@ -129,7 +129,7 @@ class TopK : public Sampler {
     }
     keep_only(c, keep);
   }
-  std::string name() const override { return "top_k"; }
+  std::string name() const override { return processor_name(Processor::TopK); }
   // The k-th largest logit minus the token's (>= 0 when removed).
   RemovalMargin removal_margin(const Candidates& before, int at) const override {
     std::vector<int> order = order_by_logit(before);
@@ -159,7 +159,7 @@ class TopP : public Sampler {
     else mark_llamacpp(c, order, keep);
     keep_only(c, keep);
   }
-  std::string name() const override { return "top_p"; }
+  std::string name() const override { return processor_name(Processor::TopP); }
   // The mass ranked above the token minus p (the token is kept while the mass
   // above it is still < p), summed in rank order in double.
   RemovalMargin removal_margin(const Candidates& before, int at) const override {
@@ -229,7 +229,7 @@ class MinP : public Sampler {
     }
     keep_only(c, keep);
   }
-  std::string name() const override { return "min_p"; }
+  std::string name() const override { return processor_name(Processor::MinP); }
   // hf: min_p * p_max - p (probability); llamacpp: max + log(min_p) - logit.
   RemovalMargin removal_margin(const Candidates& before, int at) const override {
     Candidates c = before;
@@ -253,18 +253,20 @@ class MinP : public Sampler {
 }  // namespace
 
 // ---- factory ------------------------------------------------------------------------------
-std::unique_ptr<Sampler> make_processor(const std::string& name, const SamplerConfig& cfg) {
+std::unique_ptr<Sampler> make_processor(Processor processor, const SamplerConfig& cfg) {
   const bool hf = cfg.preset == Preset::Hf;
-  if (name == "logit_bias") return std::make_unique<LogitBias>(cfg.logit_bias);
-  if (name == "banned") return std::make_unique<Banned>(cfg.banned_tokens);
-  if (name == "penalties")
-    return std::make_unique<Penalties>(cfg.repetition_penalty, cfg.frequency_penalty,
-                                       cfg.presence_penalty, cfg.penalty_window);
-  if (name == "temperature") return std::make_unique<Temperature>(cfg.temperature);
-  if (name == "top_k") return std::make_unique<TopK>(cfg.top_k, cfg.min_keep, hf);
-  if (name == "top_p") return std::make_unique<TopP>(cfg.top_p, cfg.min_keep, hf);
-  if (name == "min_p") return std::make_unique<MinP>(cfg.min_p, cfg.min_keep, hf);
-  throw InputError("sampler", "order", "unknown processor '" + name + "'");
+  switch (processor.id()) {
+    case Processor::LogitBias: return std::make_unique<LogitBias>(cfg.logit_bias);
+    case Processor::Banned: return std::make_unique<Banned>(cfg.banned_tokens);
+    case Processor::Penalties:
+      return std::make_unique<Penalties>(cfg.repetition_penalty, cfg.frequency_penalty, cfg.presence_penalty,
+                                         cfg.penalty_window);
+    case Processor::Temperature: return std::make_unique<Temperature>(cfg.temperature);
+    case Processor::TopK: return std::make_unique<TopK>(cfg.top_k, cfg.min_keep, hf);
+    case Processor::TopP: return std::make_unique<TopP>(cfg.top_p, cfg.min_keep, hf);
+    case Processor::MinP: return std::make_unique<MinP>(cfg.min_p, cfg.min_keep, hf);
+  }
+  throw InputError("sampler", "order", "unknown processor id " + std::to_string((int)processor.id()));
 }
 
 }  // namespace oracle

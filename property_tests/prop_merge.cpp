@@ -157,6 +157,8 @@ TEST_CASE("property: merge(shards(log)) == replay(log) == the records replayed o
       choices += alone.at("n_choices").get<int>();
     }
     shapes.add("choices", choices);
+    for (const char* status : {"MATCH", "PLAUSIBLE", "DIVERGED", "ERROR"})
+      shapes.add(std::string(status) + " records", counts[status]);
     const json& s = merged.at("summary");
     RC_ASSERT(s.at("records") == n_records);
     RC_ASSERT(s.at("match") == counts["MATCH"]);

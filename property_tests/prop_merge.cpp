@@ -105,6 +105,10 @@ TEST_CASE("property: merge(shards(log)) == replay(log) == the records replayed o
   char tmpl[] = "/tmp/prop_merge_XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
   const std::string dir = tmpl;
+  struct Cleanup {  // also when an assertion ends the test early
+    std::string dir;
+    ~Cleanup() { std::system(("rm -rf '" + dir + "'").c_str()); }
+  } cleanup{dir};
   oracle::prop::Shapes shapes;
   oracle::prop::check("report and stdout of N shards merged == one process; record i == LINE_i replayed alone", 40,
                       shapes, [&] {
@@ -167,5 +171,4 @@ TEST_CASE("property: merge(shards(log)) == replay(log) == the records replayed o
     RC_ASSERT(s.at("error") == counts["ERROR"]);
     RC_ASSERT(s.at("unknown_model") == counts["UNKNOWN_MODEL"]);
   });
-  std::system(("rm -rf '" + dir + "'").c_str());
 }

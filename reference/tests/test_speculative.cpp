@@ -69,6 +69,15 @@ SpecResult run_spec(const Model& target, const Model& draft, int k, const Sample
 }  // namespace
 
 // ---- greedy: bit-for-bit equality ------------------------------------------------------------
+TEST_CASE("draw_inverse_cdf picks the first rank whose running sum is strictly above u * total", "[speculative]") {
+  // (prob desc, id asc) order; a running sum equal to the target does not pick (docs/sampling.md, Draw)
+  CHECK(draw_inverse_cdf(std::vector<float>{0.5f, 0.5f}, 0.5f) == 1);            // 0.5 is not > 0.5
+  CHECK(draw_inverse_cdf(std::vector<float>{0.5f, 0.5f}, 0.5f - 0x1p-24f) == 0);  // one grid step below
+  CHECK(draw_inverse_cdf(std::vector<float>{0.25f, 0.75f}, 0.75f) == 0);          // rank 0 is id 1: 0.75 not > 0.75
+  CHECK(draw_inverse_cdf(std::vector<float>{0.25f, 0.75f}, 0.0f) == 1);           // u = 0: the most likely
+  CHECK(draw_inverse_cdf(std::vector<float>{0.0f, 1.0f, 0.0f}, 1.0f - 0x1p-24f) == 1);  // zero mass never drawn
+}
+
 TEST_CASE("plain greedy reference reproduces llama2.c's greedy run", "[speculative]") {
   const std::vector<int> ref = reference_ids();
   const std::vector<int> out = plain_generate(pair().stories, prompt_ids(), 80, greedy_config(), false);

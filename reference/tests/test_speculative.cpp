@@ -144,6 +144,37 @@ TEST_CASE("adaptive k grows to k_max while every draft is accepted", "[speculati
   CHECK(r.metrics.accepted_histogram[6] >= 1);                     // ... up to k_max
 }
 
+// A drafter whose every draft is rejected: k shrinks by one per round down to 1.
+struct AlwaysWrongDrafter : Drafter {
+  int vocab;
+  explicit AlwaysWrongDrafter(int v) : vocab(v) {}
+  Draft propose(std::span<const int>, int k, const rng::RngKey&) override {
+    Draft d;
+    for (int i = 0; i < k; i++) {
+      d.tokens.push_back(0);  // <unk>: never stories260K's greedy pick
+      d.q.resize(d.q.size() + (size_t)vocab, 0.0f);
+      d.q[d.q.size() - (size_t)vocab] = 1.0f;
+    }
+    return d;
+  }
+  std::string name() const override { return "always-wrong"; }
+};
+
+TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  AlwaysWrongDrafter wrong(m.config.vocab_size);
+  SpecOptions o = spec_options(6, cfg, false, 30);
+  o.adaptive_k = true;
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
+  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 30, cfg, false));
+  REQUIRE(r.metrics.accepted == 0);
+  long want = 0;  // k = 6, 5, 4, 3, 2, then 1; round r (r tokens out) drafts at most 30 - r - 1
+  for (long round = 0; round < r.metrics.rounds; round++) want += std::min(std::max(6 - round, 1L), 30 - round - 1);
+  CHECK(r.metrics.drafted == want);
+}
+
 // A stale draft cache would only lower acceptance (the output stays exact), so
 // the drafter's rollback is checked directly: after rounds on other histories
 // its drafts and q rows equal a fresh drafter's, bit for bit.

@@ -288,4 +288,13 @@ TEST_CASE("bad speculative options raise InputError naming the field", "[specula
   const std::vector<int> repeating{1, 5, 6, 5, 6};
   REQUIRE_THROWS_WITH(generate_speculative(pair().stories, wrong_vocab, repeating, o),
                       Catch::Contains("vocab_size"));
+  // the ends of each range are accepted, one beyond is refused
+  const int v = pair().stories.config.vocab_size;
+  o.max_tokens = 1;
+  CHECK(generate_speculative(pair().stories, d, std::vector<int>{1, 0, v - 1}, o).output_ids.size() == 1);
+  o.max_tokens = 0;
+  REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, prompt_ids(), o), Catch::Contains("max_tokens"));
+  o.max_tokens = 10;
+  for (int bad : {-1, v})
+    REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, std::vector<int>{1, bad}, o), Catch::Contains("prompt"));
 }

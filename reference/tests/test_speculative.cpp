@@ -201,6 +201,26 @@ TEST_CASE("model drafter rollback: drafts after earlier rounds equal a fresh dra
   }
 }
 
+// Each draft is the inverse-CDF draw of its own q row with the uniform keyed
+// (seed, seq, t + i, draw 0, SpecDraft) (speculative.h), recomputed here.
+TEST_CASE("model drafter: draft i is draw_inverse_cdf(q_i, uniform(t + i, draw 0, SpecDraft))", "[speculative]") {
+  std::vector<int> ids = reference_ids();
+  ids.insert(ids.begin(), 1);
+  const std::vector<int> h(ids.begin(), ids.begin() + 12);
+  const SamplerConfig cfg = sampling_config(5);
+  ModelDrafter drafter(pair().xs, cfg, cache(false));
+  const rng::RngKey key{cfg.seed, 0, (uint32_t)h.size()};
+  const Draft d = drafter.propose(h, 6, key);
+  const size_t v = (size_t)pair().xs.config.vocab_size;
+  REQUIRE(d.tokens.size() == 6);
+  for (size_t i = 0; i < d.tokens.size(); i++) {
+    rng::RngKey k = key;
+    k.position = key.position + (uint32_t)i;
+    const std::span<const float> q(d.q.data() + i * v, v);
+    CHECK(d.tokens[i] == draw_inverse_cdf(q, rng::uniform_at(k, 0, rng::kPurposeSpecDraft)));
+  }
+}
+
 // ---- sampling: determinism and the bonus draw ---------------------------------------------------
 TEST_CASE("sampled speculative output is replayable: same seed, cache kind and thread count agree",
           "[speculative]") {

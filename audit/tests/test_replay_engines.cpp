@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -155,4 +157,177 @@ TEST_CASE("the engine bound: a greedy runner-up is a tie within 2b of the argmax
   CHECK(first_finding(moved, Verdict::LogprobMismatch) != nullptr);
   // Without a calibration the bound is --logprob-tol: the same runner-up is impossible.
   CHECK(replay_engine_line(record(lp), "F", one, ReplayOptions{}).status == RecordStatus::Diverged);
+}
+
+// ============================================================================
+// Sampler-step order of the engines whose semantics replay adopts (docs/replay.md,
+// "Sampler order of vLLM and transformers", with the source of each order).
+// For each order-sensitive pair a logit row is built whose candidate set
+// differs between the two orders; the expected set is recomputed here by a
+// naive float64 filter chain in the engine's cited order, and the chain replay
+// builds (the vLLM adapter's SamplerConfig, the hf preset a foreign record
+// names) must give exactly that set — and not the other order's.
+// ============================================================================
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct NaiveParams {
+  double temperature = 1.0, top_p = 1.0, min_p = 0.0, repetition_penalty = 1.0;
+  int top_k = 0;
+  std::vector<int> history;
+};
+
+// T, top-p, min-p, repetition penalty, top-k, the history the penalty counts.
+NaiveParams params(double t, double p, double mp, double rp, int k, std::vector<int> h) {
+  NaiveParams q;
+  q.temperature = t, q.top_p = p, q.min_p = mp, q.repetition_penalty = rp, q.top_k = k, q.history = std::move(h);
+  return q;
+}
+
+std::vector<double> naive_probs(const std::vector<double>& l) {
+  double m = kNegInf, s = 0.0;
+  for (double x : l) m = std::max(m, x);
+  std::vector<double> p(l.size(), 0.0);
+  for (size_t i = 0; i < l.size(); i++) s += (p[i] = l[i] == kNegInf ? 0.0 : std::exp(l[i] - m));
+  for (double& x : p) x /= s;
+  return p;
+}
+
+// One step by its textbook rule (HF/vLLM semantics), on logits with -inf = removed.
+void naive_step(const std::string& name, const NaiveParams& q, std::vector<double>& l) {
+  const size_t n = l.size();
+  if (name == "temperature") {
+    for (double& x : l) x = x == kNegInf ? x : x / q.temperature;
+  } else if (name == "penalties") {
+    for (size_t i = 0; i < n; i++)
+      if (std::find(q.history.begin(), q.history.end(), (int)i) != q.history.end() && l[i] != kNegInf)
+        l[i] = l[i] > 0 ? l[i] / q.repetition_penalty : l[i] * q.repetition_penalty;
+  } else if (name == "top_k" && q.top_k > 0) {
+    std::vector<double> s = l;
+    std::sort(s.begin(), s.end(), std::greater<double>());
+    for (double& x : l) if (x < s[q.top_k - 1]) x = kNegInf;  // ties at the k-th stay
+  } else if (name == "top_p" && q.top_p < 1.0) {
+    const std::vector<double> p = naive_probs(l);
+    std::vector<size_t> asc(n);
+    for (size_t i = 0; i < n; i++) asc[i] = i;
+    std::stable_sort(asc.begin(), asc.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+    double cum = 0.0;
+    for (size_t r = 0; r + 1 < n; r++) {  // the most likely always stays
+      cum += p[asc[r]];
+      if (cum <= 1.0 - q.top_p) l[asc[r]] = kNegInf;
+      else break;
+    }
+  } else if (name == "min_p" && q.min_p > 0.0) {
+    const std::vector<double> p = naive_probs(l);
+    const double pmax = *std::max_element(p.begin(), p.end());
+    for (size_t i = 0; i < n; i++) if (p[i] < q.min_p * pmax) l[i] = kNegInf;
+  }
+}
+
+std::vector<int> naive_survivors(const std::vector<std::string>& order, const NaiveParams& q,
+                                 std::vector<double> l) {
+  for (const std::string& name : order) naive_step(name, q, l);
+  std::vector<int> ids;
+  for (size_t i = 0; i < l.size(); i++) if (l[i] != kNegInf) ids.push_back((int)i);
+  return ids;
+}
+
+std::vector<int> chain_survivors(const SamplerConfig& cfg, const std::vector<double>& l, const std::vector<int>& history) {
+  std::vector<float> logits(l.begin(), l.end());
+  SamplingContext ctx{history, {cfg.seed, 0, (uint32_t)history.size()}};
+  const SampleResult r = sample(build_chain(cfg), logits, ctx);
+  std::vector<int> ids;
+  for (const Candidate& c : r.processed.items) ids.push_back(c.id);
+  return ids;
+}
+
+// A vLLM /v1/completions record with these request parameters and one logged token.
+json vllm_record(const NaiveParams& q) {
+  json req = {{"model", "stories260K"}, {"prompt", q.history}, {"max_tokens", 1}, {"temperature", q.temperature},
+              {"top_p", q.top_p}, {"top_k", q.top_k}, {"min_p", q.min_p},
+              {"repetition_penalty", q.repetition_penalty}, {"return_token_ids", true}};
+  json resp = {{"object", "text_completion"}, {"model", "stories260K"}, {"prompt_token_ids", q.history},
+               {"choices", json::array({{{"index", 0}, {"text", ""}, {"token_ids", {0}}, {"finish_reason", "length"}}})}};
+  return {{"request", req}, {"response", resp}};
+}
+
+struct OrderCase {
+  const char* pair;
+  std::vector<double> logits;
+  NaiveParams q;
+  std::vector<std::string> other;  // the order the construction separates from the engine's
+};
+
+std::vector<double> ln(std::vector<double> p) {
+  for (double& x : p) x = std::log(x);
+  return p;
+}
+
+// vLLM v1 (docs/replay.md): penalties, temperature, min_p, top_k, top_p.
+const std::vector<std::string> kVllmOrder = {"penalties", "temperature", "min_p", "top_k", "top_p"};
+// transformers _get_logits_processor: repetition penalty, then temperature, top_k, top_p, min_p.
+const std::vector<std::string> kHfOrder = {"penalties", "temperature", "top_k", "top_p", "min_p"};
+
+}  // namespace
+
+TEST_CASE("vLLM replay applies vLLM's sampler order on every order-sensitive pair", "[replay][order]") {
+  std::vector<OrderCase> cases;
+  // temperature before top_p: T = 0.5 sharpens [2, 1, 0] so that 0.867 >= 0.8 alone; after it
+  // (llama.cpp's place) top_p sees 0.665 + 0.245 and keeps two.
+  cases.push_back({"temperature < top_p", {2, 1, 0, -1}, params(0.5, 0.8, 0.0, 1.0, 0, {1, 3}),
+                   {"penalties", "min_p", "top_k", "top_p", "temperature"}});
+  // temperature before min_p: at T = 0.5 the runner-up's ratio is e^-3 = 0.050 < 0.1, at T = 1 e^-1.5 = 0.223.
+  cases.push_back({"temperature < min_p", {0, -1.5, -9, -9}, params(0.5, 1.0, 0.1, 1.0, 0, {1, 3}),
+                   {"penalties", "min_p", "temperature", "top_k", "top_p"}});
+  // min_p before top_p: min_p 0.3 drops the 0.1; top_p 0.75 over the renormalised 0.444/0.333/0.222
+  // drops the 0.222 (cum 0.222 <= 0.25); top_p first keeps 0.4/0.3/0.2 (cum 0.1 <= 0.25, 0.3 > 0.25).
+  cases.push_back({"min_p < top_p", ln({0.4, 0.3, 0.2, 0.1}), params(1.0, 0.75, 0.3, 1.0, 0, {1, 3}),
+                   {"penalties", "temperature", "top_k", "top_p", "min_p"}});
+  // top_k before top_p: top_k 3 then top_p 0.75 over 0.444/0.333/0.222 keeps two; top_p first keeps three.
+  cases.push_back({"top_k < top_p", ln({0.4, 0.3, 0.2, 0.1}), params(1.0, 0.75, 0.0, 1.0, 3, {1, 3}),
+                   {"penalties", "temperature", "min_p", "top_p", "top_k"}});
+  // penalties before top_k: token 0 (in the prompt) 2.0 -> 1.0 under penalty 2, so top_k 1 keeps token 1;
+  // top_k first keeps token 0.
+  cases.push_back({"penalties < top_k", {2.0, 1.9, 0, -1}, params(1.0, 1.0, 0.0, 2.0, 1, {0, 3}),
+                   {"temperature", "min_p", "top_k", "top_p", "penalties"}});
+  for (const OrderCase& c : cases) {
+    INFO(c.pair);
+    const std::vector<int> want = naive_survivors(kVllmOrder, c.q, c.logits);
+    REQUIRE(want != naive_survivors(c.other, c.q, c.logits));  // the construction separates the orders
+    const AdaptedRecord a = adapt_engine_record(vllm_record(c.q), "vllm.jsonl:1", fx().tok);
+    REQUIRE(a.engine == "vllm-completions");
+    REQUIRE(a.options.sampler.preset == Preset::Hf);
+    CHECK(chain_survivors(a.options.sampler, c.logits, c.q.history) == want);
+  }
+}
+
+TEST_CASE("hf replay applies transformers' sampler order on every order-sensitive pair", "[replay][order]") {
+  std::vector<OrderCase> cases;
+  // top_p before min_p (transformers) — the reverse of vLLM: the same row and parameters as vLLM's
+  // "min_p < top_p" case keep three tokens here, two there.
+  cases.push_back({"top_p < min_p", ln({0.4, 0.3, 0.2, 0.1}), params(1.0, 0.75, 0.3, 1.0, 0, {1, 3}),
+                   kVllmOrder});
+  cases.push_back({"temperature < top_p", {2, 1, 0, -1}, params(0.5, 0.8, 0.0, 1.0, 0, {1, 3}),
+                   {"penalties", "top_k", "top_p", "min_p", "temperature"}});
+  cases.push_back({"temperature < min_p", {0, -1.5, -9, -9}, params(0.5, 1.0, 0.1, 1.0, 0, {1, 3}),
+                   {"penalties", "top_k", "top_p", "min_p", "temperature"}});
+  cases.push_back({"top_k < top_p", ln({0.4, 0.3, 0.2, 0.1}), params(1.0, 0.75, 0.0, 1.0, 3, {1, 3}),
+                   {"penalties", "temperature", "top_p", "top_k", "min_p"}});
+  cases.push_back({"penalties < top_k", {2.0, 1.9, 0, -1}, params(1.0, 1.0, 0.0, 2.0, 1, {0, 3}),
+                   {"temperature", "top_k", "top_p", "min_p", "penalties"}});
+  for (const OrderCase& c : cases) {
+    INFO(c.pair);
+    const std::vector<int> want = naive_survivors(kHfOrder, c.q, c.logits);
+    REQUIRE(want != naive_survivors(c.other, c.q, c.logits));
+    SamplerConfig cfg;  // what a foreign record with "preset": "hf" replays under (replay_foreign.cpp)
+    cfg.preset = Preset::Hf;
+    cfg.order = preset_order(Preset::Hf);
+    cfg.temperature = (float)c.q.temperature;
+    cfg.top_p = (float)c.q.top_p;
+    cfg.top_k = c.q.top_k;
+    cfg.min_p = (float)c.q.min_p;
+    cfg.repetition_penalty = (float)c.q.repetition_penalty;
+    CHECK(chain_survivors(cfg, c.logits, c.q.history) == want);
+  }
 }

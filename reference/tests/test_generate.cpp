@@ -163,6 +163,19 @@ TEST_CASE("same seed and key: identical ids and logprobs across runs and threads
   CHECK(generate(m, tok, "Once upon a time", o).output_ids != a.output_ids);
 }
 
+TEST_CASE("prefill in chunks of 1, 2, 3 or 7 tokens == one pass (ids, logprobs, logits hashes)",
+          "[generate][determinism]") {
+  Model m = load("stories260K/stories260K.bin");
+  Tokenizer tok = tok512(m);
+  GenerateOptions o = sampled(99, 1, 12);
+  const GenerationResult one = generate(m, tok, "Once upon a time there was a girl", o);
+  for (int chunk : {1, 2, 3, 7}) {
+    INFO("chunk " << chunk);
+    o.prefill_chunk = chunk;
+    CHECK(record(generate(m, tok, "Once upon a time there was a girl", o)) == record(one));
+  }
+}
+
 TEST_CASE("batch position and batch-mates' seeds change nothing", "[generate][determinism]") {
   Model m = load("stories260K/stories260K.bin");
   Tokenizer tok = tok512(m);

@@ -133,6 +133,8 @@ TEST_CASE("min-p drops tokens below min_p * p_max (hf) / max + log(min_p) (llama
     cfg.min_keep = 1;
     cfg.min_p = 0.1f;  // e^-2 = 0.135 >= 0.1 > e^-3 = 0.0498
     CHECK(ids(run_one("min_p", cfg, {-1, 0, 1, 2})) == std::vector<int>{1, 2, 3});
+    // id 0 above the threshold but not the maximum stays (every id is tested, not only the top)
+    CHECK(ids(run_one("min_p", cfg, {1, 2, 0})) == std::vector<int>{0, 1, 2});
   }
 }
 
@@ -157,6 +159,11 @@ TEST_CASE("min-p removal margins: hf in probability, llamacpp in logits", "[samp
       CHECK_FALSE(m.in_probability);
       CHECK(m.distance == Approx(2.0 + std::log(0.5)).epsilon(1e-6));
     }
+    // a removed token whose logit is not 0 (-1): the margin is max + ln(min_p) - logit = 2.307 (llamacpp);
+    // with logit 0 above, "- logit" and "+ logit" agree (a mutation that survived)
+    const RemovalMargin m3 = make_processor("min_p", cfg)->removal_margin(before, 3);
+    if (std::string(preset) == "llamacpp") CHECK(m3.distance == Approx(2.0 + std::log(0.5) + 1.0).epsilon(1e-6));
+    else CHECK(m3.distance > m.distance);  // less probable: further past the threshold
   }
 }
 
@@ -243,6 +250,25 @@ TEST_CASE("preset orders: hf tempers before top-p, llamacpp after", "[sampler][p
       CHECK(r.processed.items[0].prob == 1.0f);
     }
   }
+}
+
+TEST_CASE("preset defaults are the engines' own (docs/sampling.md, Presets)", "[sampler][preset]") {
+  // llama.cpp common_params_sampling: T 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty_last_n 64
+  const SamplerConfig l = preset_config(Preset::LlamaCpp);
+  CHECK(l.temperature == 0.8f);
+  CHECK(l.top_k == 40);
+  CHECK(l.top_p == 0.95f);
+  CHECK(l.min_p == 0.05f);
+  CHECK(l.penalty_window == 64);
+  CHECK(l.order == preset_order(Preset::LlamaCpp));
+  // transformers GenerationConfig with do_sample: T 1, top-k 50, top-p 1, no min-p, whole history
+  const SamplerConfig h = preset_config(Preset::Hf);
+  CHECK(h.temperature == 1.0f);
+  CHECK(h.top_k == 50);
+  CHECK(h.top_p == 1.0f);
+  CHECK(h.min_p == 0.0f);
+  CHECK(h.penalty_window == -1);
+  CHECK(h.order == preset_order(Preset::Hf));
 }
 
 TEST_CASE("explicit order overrides the preset order", "[sampler][preset]") {
@@ -425,6 +451,26 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   c = {};
   c.banned_tokens = {0, 1};
   CHECK(field_of([&] { sample(build_chain(c), std::vector<float>{1, 2}, {}); }) == "banned_tokens");
+  c = {};
+  c.min_keep = 0;  // min_keep >= 1: a filter may never empty the candidates
+  CHECK(field_of([&] { validate(c, 10); }) == "min_keep");
+  c.min_keep = 1;
+  CHECK(field_of([&] { validate(c, 10); }) == "<no error>");
+  // the range of ids is [0, vocab): both ends accepted, one beyond either refused
+  for (int id : {0, 9}) {
+    c = {};
+    c.logit_bias = {{id, 1.0f}};
+    c.banned_tokens = {id};
+    CHECK(field_of([&] { validate(c, 10); }) == "<no error>");
+  }
+  for (int id : {-1, 10}) {
+    c = {};
+    c.logit_bias = {{id, 1.0f}};
+    CHECK(field_of([&] { validate(c, 10); }) == "logit_bias");
+    c = {};
+    c.banned_tokens = {id};
+    CHECK(field_of([&] { validate(c, 10); }) == "banned_tokens");
+  }
 }
 
 // ---- properties (RapidCheck) ---------------------------------------------------------------------

@@ -69,6 +69,15 @@ SpecResult run_spec(const Model& target, const Model& draft, int k, const Sample
 }  // namespace
 
 // ---- greedy: bit-for-bit equality ------------------------------------------------------------
+TEST_CASE("draw_inverse_cdf picks the first rank whose running sum is strictly above u * total", "[speculative]") {
+  // (prob desc, id asc) order; a running sum equal to the target does not pick (docs/sampling.md, Draw)
+  CHECK(draw_inverse_cdf(std::vector<float>{0.5f, 0.5f}, 0.5f) == 1);            // 0.5 is not > 0.5
+  CHECK(draw_inverse_cdf(std::vector<float>{0.5f, 0.5f}, 0.5f - 0x1p-24f) == 0);  // one grid step below
+  CHECK(draw_inverse_cdf(std::vector<float>{0.25f, 0.75f}, 0.75f) == 0);          // rank 0 is id 1: 0.75 not > 0.75
+  CHECK(draw_inverse_cdf(std::vector<float>{0.25f, 0.75f}, 0.0f) == 1);           // u = 0: the most likely
+  CHECK(draw_inverse_cdf(std::vector<float>{0.0f, 1.0f, 0.0f}, 1.0f - 0x1p-24f) == 1);  // zero mass never drawn
+}
+
 TEST_CASE("plain greedy reference reproduces llama2.c's greedy run", "[speculative]") {
   const std::vector<int> ref = reference_ids();
   const std::vector<int> out = plain_generate(pair().stories, prompt_ids(), 80, greedy_config(), false);
@@ -135,6 +144,37 @@ TEST_CASE("adaptive k grows to k_max while every draft is accepted", "[speculati
   CHECK(r.metrics.accepted_histogram[6] >= 1);                     // ... up to k_max
 }
 
+// A drafter whose every draft is rejected: k shrinks by one per round down to 1.
+struct AlwaysWrongDrafter : Drafter {
+  int vocab;
+  explicit AlwaysWrongDrafter(int v) : vocab(v) {}
+  Draft propose(std::span<const int>, int k, const rng::RngKey&) override {
+    Draft d;
+    for (int i = 0; i < k; i++) {
+      d.tokens.push_back(0);  // <unk>: never stories260K's greedy pick
+      d.q.resize(d.q.size() + (size_t)vocab, 0.0f);
+      d.q[d.q.size() - (size_t)vocab] = 1.0f;
+    }
+    return d;
+  }
+  std::string name() const override { return "always-wrong"; }
+};
+
+TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  AlwaysWrongDrafter wrong(m.config.vocab_size);
+  SpecOptions o = spec_options(6, cfg, false, 30);
+  o.adaptive_k = true;
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
+  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 30, cfg, false));
+  REQUIRE(r.metrics.accepted == 0);
+  long want = 0;  // k = 6, 5, 4, 3, 2, then 1; round r (r tokens out) drafts at most 30 - r - 1
+  for (long round = 0; round < r.metrics.rounds; round++) want += std::min(std::max(6 - round, 1L), 30 - round - 1);
+  CHECK(r.metrics.drafted == want);
+}
+
 // A stale draft cache would only lower acceptance (the output stays exact), so
 // the drafter's rollback is checked directly: after rounds on other histories
 // its drafts and q rows equal a fresh drafter's, bit for bit.
@@ -158,6 +198,26 @@ TEST_CASE("model drafter rollback: drafts after earlier rounds equal a fresh dra
       REQUIRE(a.tokens == b.tokens);
       REQUIRE(first_bit_mismatch(a.q, b.q).empty());
     }
+  }
+}
+
+// Each draft is the inverse-CDF draw of its own q row with the uniform keyed
+// (seed, seq, t + i, draw 0, SpecDraft) (speculative.h), recomputed here.
+TEST_CASE("model drafter: draft i is draw_inverse_cdf(q_i, uniform(t + i, draw 0, SpecDraft))", "[speculative]") {
+  std::vector<int> ids = reference_ids();
+  ids.insert(ids.begin(), 1);
+  const std::vector<int> h(ids.begin(), ids.begin() + 12);
+  const SamplerConfig cfg = sampling_config(5);
+  ModelDrafter drafter(pair().xs, cfg, cache(false));
+  const rng::RngKey key{cfg.seed, 0, (uint32_t)h.size()};
+  const Draft d = drafter.propose(h, 6, key);
+  const size_t v = (size_t)pair().xs.config.vocab_size;
+  REQUIRE(d.tokens.size() == 6);
+  for (size_t i = 0; i < d.tokens.size(); i++) {
+    rng::RngKey k = key;
+    k.position = key.position + (uint32_t)i;
+    const std::span<const float> q(d.q.data() + i * v, v);
+    CHECK(d.tokens[i] == draw_inverse_cdf(q, rng::uniform_at(k, 0, rng::kPurposeSpecDraft)));
   }
 }
 
@@ -248,4 +308,13 @@ TEST_CASE("bad speculative options raise InputError naming the field", "[specula
   const std::vector<int> repeating{1, 5, 6, 5, 6};
   REQUIRE_THROWS_WITH(generate_speculative(pair().stories, wrong_vocab, repeating, o),
                       Catch::Contains("vocab_size"));
+  // the ends of each range are accepted, one beyond is refused
+  const int v = pair().stories.config.vocab_size;
+  o.max_tokens = 1;
+  CHECK(generate_speculative(pair().stories, d, std::vector<int>{1, 0, v - 1}, o).output_ids.size() == 1);
+  o.max_tokens = 0;
+  REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, prompt_ids(), o), Catch::Contains("max_tokens"));
+  o.max_tokens = 10;
+  for (int bad : {-1, v})
+    REQUIRE_THROWS_WITH(generate_speculative(pair().stories, d, std::vector<int>{1, bad}, o), Catch::Contains("prompt"));
 }

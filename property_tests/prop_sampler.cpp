@@ -23,7 +23,7 @@ const double kU = std::ldexp(1.0, -24);
 Candidates run(const std::string& processor, const SamplerConfig& cfg, const std::vector<float>& logits,
                std::span<const int> history = {}) {
   Candidates c = candidates_from_logits(logits);
-  make_processor(processor, cfg)->apply(c, SamplingContext{history, {}});
+  make_processor(parse_processor(processor, "test", "order"), cfg)->apply(c, SamplingContext{history, {}});
   return c;
 }
 

@@ -81,7 +81,8 @@ GenerateOptions mixed_options(int i) {
   }
   if (i % 7 == 2) s.logit_bias = {{(i * 37) % 512, 3.0f}, {(i * 11) % 512, -2.0f}};
   if (i % 6 == 3) s.banned_tokens = {(i * 13) % 512 + 3, 100};
-  if (i % 11 == 4) s.order = {"temperature", "min_p", "top_p", "top_k", "penalties", "banned", "logit_bias"};
+  if (i % 11 == 4) s.order = {Processor::Temperature, Processor::MinP,   Processor::TopP,     Processor::TopK,
+                             Processor::Penalties,   Processor::Banned, Processor::LogitBias};
   if (i % 10 == 7) s.min_keep = 3;
   s.seed = 1000u + (uint64_t)i * 7919u;
   o.seq_id = (uint32_t)(i % 3);

@@ -214,7 +214,8 @@ std::vector<ChainCase> chain_cases() {
       hg.temperature = 0.0f, hg.top_k = 3;
       add("hf greedy + edits", hg, vocab, kind);
       SamplerConfig o = with_edits(lc, vocab);
-      o.order = {"temperature", "min_p", "penalties", "top_p", "logit_bias", "top_k", "banned"};
+      o.order = {Processor::Temperature, Processor::MinP,  Processor::Penalties, Processor::TopP,
+                 Processor::LogitBias,   Processor::TopK, Processor::Banned};
       o.min_p = 0.2f, o.top_p = 0.6f, o.top_k = 7, o.min_keep = 4, o.penalty_window = -1;
       add("llamacpp custom order, min_keep 4", o, vocab, kind);
       SamplerConfig ho = o;

@@ -91,16 +91,13 @@ Preset parse_preset(const std::string& name, const std::string& file, const std:
 // ("logit_bias", "banned", "penalties", "temperature", "top_k", "top_p",
 // "min_p") are spelled only in sampler_presets.cpp's table and read or written
 // only at the boundary (JSON logs and golden records, the CLI, Python, foreign
-// engine logs) through processor_name / parse_processor. A name converts
-// implicitly (parse_processor(name, "sampler", "order")), so a list of names
-// is an order: `config.order = {"top_k", "temperature"}`.
+// engine logs) through processor_name / parse_processor; inside the library an
+// order is written with the enum: `config.order = {Processor::TopK, Processor::Temperature}`.
 class Processor {
  public:
   enum Id : uint8_t { LogitBias, Banned, Penalties, Temperature, TopK, TopP, MinP };
   static constexpr int kCount = 7;
   constexpr Processor(Id id) : id_(id) {}
-  Processor(const char* name);         // InputError("sampler", "order", ...) for an unknown name
-  Processor(const std::string& name);  // the same
   constexpr Id id() const { return id_; }
   const char* name() const;
   bool operator==(const Processor&) const = default;
@@ -111,8 +108,6 @@ class Processor {
 const char* processor_name(Processor p);
 // InputError(file, field, "unknown processor '<name>'") for a name not in the table.
 Processor parse_processor(const std::string& name, const std::string& file, const std::string& field);
-// An order equals a list of names when it spells exactly them (checks written with names).
-bool operator==(const std::vector<Processor>& order, const std::vector<std::string>& names);
 
 struct SamplerConfig {
   Preset preset = Preset::LlamaCpp;

@@ -41,15 +41,6 @@ Processor parse_processor(const std::string& name, const std::string& file, cons
   throw InputError(file, field, "unknown processor '" + name + "'");
 }
 
-Processor::Processor(const char* name) : Processor(parse_processor(name, "sampler", "order")) {}
-Processor::Processor(const std::string& name) : Processor(parse_processor(name, "sampler", "order")) {}
-
-bool operator==(const std::vector<Processor>& order, const std::vector<std::string>& names) {
-  if (order.size() != names.size()) return false;
-  for (size_t i = 0; i < order.size(); i++)
-    if (names[i] != order[i].name()) return false;
-  return true;
-}
 
 std::vector<Processor> preset_order(Preset preset) {
   using P = Processor;

@@ -26,7 +26,7 @@ Candidates run_one(const std::string& name, const SamplerConfig& cfg, std::vecto
                    std::vector<int> history = {}) {
   Candidates c = candidates_from_logits(logits);
   SamplingContext ctx{history, {cfg.seed, 0, 0}};
-  make_processor(name, cfg)->apply(c, ctx);
+  make_processor(parse_processor(name, "test", "order"), cfg)->apply(c, ctx);
   return c;
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("min-p removal margins: hf in probability, llamacpp in logits", "[samp
     cfg.min_p = 0.5f;
     const std::vector<float> logits{2, 1, 0, -1};
     const Candidates before = candidates_from_logits(logits);
-    const RemovalMargin m = make_processor("min_p", cfg)->removal_margin(before, 2);  // logit 0: removed
+    const RemovalMargin m = make_processor(Processor::MinP, cfg)->removal_margin(before, 2);  // logit 0: removed
     if (std::string(preset) == "hf") {
       Candidates p = before;
       compute_probs(p);
@@ -161,7 +161,7 @@ TEST_CASE("min-p removal margins: hf in probability, llamacpp in logits", "[samp
     }
     // a removed token whose logit is not 0 (-1): the margin is max + ln(min_p) - logit = 2.307 (llamacpp);
     // with logit 0 above, "- logit" and "+ logit" agree (a mutation that survived)
-    const RemovalMargin m3 = make_processor("min_p", cfg)->removal_margin(before, 3);
+    const RemovalMargin m3 = make_processor(Processor::MinP, cfg)->removal_margin(before, 3);
     if (std::string(preset) == "llamacpp") CHECK(m3.distance == Approx(2.0 + std::log(0.5) + 1.0).epsilon(1e-6));
     else CHECK(m3.distance > m.distance);  // less probable: further past the threshold
   }
@@ -227,10 +227,16 @@ TEST_CASE("a -inf bias or a ban is never drawn", "[sampler][bias]") {
 }
 
 // ---- presets: order matters ---------------------------------------------------------------------
+static std::vector<std::string> order_names(const std::vector<Processor>& order) {  // as JSON spells them
+  std::vector<std::string> names;
+  for (Processor p : order) names.push_back(processor_name(p));
+  return names;
+}
+
 TEST_CASE("preset orders: hf tempers before top-p, llamacpp after", "[sampler][preset]") {
-  CHECK(preset_order(Preset::Hf) ==
+  CHECK(order_names(preset_order(Preset::Hf)) ==
         std::vector<std::string>{"logit_bias", "penalties", "banned", "temperature", "top_k", "top_p", "min_p"});
-  CHECK(preset_order(Preset::LlamaCpp) ==
+  CHECK(order_names(preset_order(Preset::LlamaCpp)) ==
         std::vector<std::string>{"logit_bias", "banned", "penalties", "top_k", "top_p", "min_p", "temperature"});
   // T = 2, top_p = 0.6 on [2,1,0,-1].
   // hf: tempered [1, .5, 0, -.5] -> probs [.45505, .27600, ...]: keeps {0, 1};
@@ -273,7 +279,7 @@ TEST_CASE("preset defaults are the engines' own (docs/sampling.md, Presets)", "[
 
 TEST_CASE("explicit order overrides the preset order", "[sampler][preset]") {
   SamplerConfig cfg = cfg_for("llamacpp");
-  cfg.order = {"temperature", "top_p"};
+  cfg.order = {Processor::Temperature, Processor::TopP};
   cfg.temperature = 2.0f;
   cfg.top_p = 0.6f;
   SamplerChain chain = build_chain(cfg);
@@ -436,7 +442,7 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   c = {};
   CHECK(field_of([&] { from_json(nlohmann::json{{"preset", "vllm"}}, c); }) == "preset");
   c = {};
-  c.order = {"top_k", "top_k"};
+  c.order = {Processor::TopK, Processor::TopK};
   CHECK(field_of([&] { validate(c, 10); }) == "order");
   c = {};
   c.banned_tokens = {10};
@@ -447,7 +453,7 @@ TEST_CASE("bad sampler input names the field", "[sampler][errors]") {
   CHECK(field_of([&] { nlohmann::json::parse(R"({"top_k": "many"})").get<SamplerConfig>(); }) == "top_k");
   for (const char* bias : {R"({"logit_bias": [[1, 2, 3]]})", R"({"logit_bias": [[1.5, 2]]})", R"({"logit_bias": [[1]]})"})
     CHECK(field_of([&] { nlohmann::json::parse(bias).get<SamplerConfig>(); }) == "logit_bias");
-  CHECK(field_of([&] { make_processor("typical", c); }) == "order");
+  CHECK(field_of([&] { parse_processor("typical", "sampler", "order"); }) == "order");
   c = {};
   c.banned_tokens = {0, 1};
   CHECK(field_of([&] { sample(build_chain(c), std::vector<float>{1, 2}, {}); }) == "banned_tokens");

@@ -23,6 +23,7 @@
 #include "numerics/numerics.h"
 #include "reference/compute/isa.h"
 #include "reference/model/quant.h"
+#include "block_fields.h"
 
 using namespace oracle;
 using isa::Isa;
@@ -78,17 +79,7 @@ std::vector<float> values(std::mt19937& rng, size_t n, bool special) {
 }
 
 // ---- stored blocks ------------------------------------------------------------
-// Byte offsets of the fp16 scale fields inside one block (d, m / dmin).
-std::vector<int> half_fields(DType t) {
-  switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
-    case DType::Q4_1: case DType::Q5_1: case DType::Q8_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
-    case DType::Q2_K: return {80, 82};
-    case DType::Q3_K: return {108};
-    case DType::Q6_K: return {208};
-    default: return {};
-  }
-}
+using oracle::test::half_fields;  // block_fields.h
 
 // Finite fp16 scales (the loaders refuse non-finite ones): extremes,
 // subnormals, the smallest normal, zero, random normals.

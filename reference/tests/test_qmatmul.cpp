@@ -21,6 +21,7 @@
 #include "reference/compute/ops.h"
 #include "reference/compute/qmatmul.h"
 #include "reference/model/quant.h"
+#include "block_fields.h"
 #include "base/thread_pool.h"
 
 using namespace oracle;
@@ -28,17 +29,7 @@ using oracle::test::first_bit_mismatch;
 
 namespace {
 
-// Byte offsets of the fp16 scale fields (d, m / dmin) inside one block.
-std::vector<int> half_fields(DType t) {
-  switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
-    case DType::Q4_1: case DType::Q5_1: case DType::Q8_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
-    case DType::Q2_K: return {80, 82};
-    case DType::Q3_K: return {108};
-    case DType::Q6_K: return {208};
-    default: return {};
-  }
-}
+using oracle::test::half_fields;  // block_fields.h
 
 uint16_t pick_half(std::mt19937& rng) {
   switch (rng() % 8) {

@@ -91,12 +91,6 @@ static std::string render_png(const std::string& svg, const std::string& png) {
   return ec ? "cannot rename " + tmp : "";
 }
 
-static std::string read_text(const std::string& path) {
-  std::string text = read_regular_file(path, "corpus");
-  require_utf8(text, path, "corpus");  // named here: the tokenizer would say "<text>: prompt"
-  return text;
-}
-
 static void print_summary(const CertifyResult& r, const std::vector<ThresholdCheck>& checks,
                           const std::vector<std::string>& paths) {
   const Summary& s = r.summary;
@@ -266,7 +260,7 @@ static int run_certify(CertifyOptions& a) {
   Model ref = std::move(lm.model);
   ref.vocab = lm.tokenizer.vocab();
   Model cand = ctx_named([&] { return load_model(a.candidate, lo); });
-  std::string corpus = read_text(a.corpus);
+  std::string corpus = read_corpus(a.corpus);
   CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });
   progress.finish();
   CertificateInfo info{a.reference, ref.sha256, a.candidate, cand.sha256, a.corpus,

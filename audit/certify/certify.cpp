@@ -7,6 +7,8 @@
 #include <string>
 
 #include "base/errors.h"
+#include "base/file_io.h"
+#include "base/utf8.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 #include "numerics/numerics.h"
@@ -174,6 +176,12 @@ std::vector<float> certify_chunk_logits(const Model& m, const std::vector<int>& 
   fo.all_logits = true;
   fo.numerics = numerics;
   return forward(m, kv, 0, tokens, fo);
+}
+
+std::string read_corpus(const std::string& path) {
+  std::string text = read_regular_file(path, "corpus");
+  require_utf8(text, path, "corpus");
+  return text;
 }
 
 const char* protocol_name(Protocol p) { return p == Protocol::LlamaCpp ? "llamacpp" : "full"; }

@@ -124,6 +124,10 @@ struct ThresholdCheck {
   bool pass = false;
 };
 
+// The corpus file's text: a regular file (read_regular_file) of valid UTF-8, refused
+// naming the file and field "corpus" (the tokenizer would only say "<text>: prompt").
+std::string read_corpus(const std::string& path);
+
 // The weight type a candidate mostly uses ("Q8_0", "Q4_0", ..., "F32"), by elements.
 std::string dominant_weight_type(const Model& candidate);
 // Documented defaults per type (docs/certify.md); "KV_I8" for the int8 KV-cache mode.

@@ -2,9 +2,7 @@
 #include "audit/certify/certify_kld_modes.h"
 
 #include "base/errors.h"
-#include "base/file_io.h"
 #include "base/sha256.h"
-#include "base/utf8.h"
 
 namespace oracle {
 
@@ -13,12 +11,6 @@ bool kld_mode_requested(const KldModeRequest& k) {
 }
 
 namespace {
-
-std::string read_corpus(const std::string& path) {
-  std::string text = read_regular_file(path, "corpus");
-  require_utf8(text, path, "corpus");  // named here: the tokenizer would say "<text>: prompt"
-  return text;
-}
 
 void need(bool ok, const std::string& option, const std::string& why) {
   require_input(ok, option, "option", why);

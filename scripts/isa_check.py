@@ -115,7 +115,7 @@ def check(objects, binary, native):
             wide = "%zmm" in text
             if native != "ON" and (base.startswith("isa_avx512") != wide or "%ymm" not in text):
                 errors.append(f"{base}: registers used do not match its path (zmm: {wide}): wrong flags?")
-            if not has_fma(text):
+            if not has_fma(run(["objdump", "-d", "--no-show-raw-insn", obj])):
                 errors.append(f"{base}: no fused multiply-add: numerics v2's lanes are vfmadd (-mfma, _mm*_fmadd_ps)")
             for kind, name in weak_or_global_symbols(run(["nm", "-C", "--defined-only", obj]).splitlines()):
                 errors.append(f"{base}: defines {'weak' if kind in 'WVuvw' else 'global'} symbol {name} ({kind}): "

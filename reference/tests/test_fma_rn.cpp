@@ -74,7 +74,7 @@ TEST_CASE("fma_rn: known answers where one rounding differs from mul then add", 
   const float sa = 0x1p-75f * (1.0f + 0x1p-23f), sb = 0x1p-75f, sc = -0x1p-149f;
   CHECK(f32_bits(fma_rn(sa, sb, sc)) == 0x80000000u);
   CHECK(f32_bits(add_rn(mul_rn(sa, sb), sc)) == 0x00000000u);
-  CHECK(fma_rn(0x1p-100f, 0x1p-40f * 1.5f, 0x1p-149f) == 0x1p-149f * 4.0f);  // 3·2^-141 + 2^-149 exact
+  CHECK(fma_rn(0x1p-100f, 0x1p-40f * 1.5f, 0x1p-149f) == 769.0f * 0x1p-149f);  // 3·2^-141 + 2^-149 = 769·2^-149, exact
 }
 
 TEST_CASE("fma_rn: infinities, NaN and signed zeros", "[numerics][fma]") {

@@ -234,6 +234,11 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
   no_f16c.f16c = false;  // the AVX2 path converts fp16 scales with F16C
   CHECK(isa::missing_feature(Isa::Avx2, no_f16c) == "f16c");
   CHECK(isa::best_isa(no_f16c) == Isa::Scalar);
+  isa::CpuFeatures no_fma = avx512;
+  no_fma.fma = false;  // numerics v2: both SIMD paths' lanes are fused multiply-adds (FMA3)
+  CHECK(isa::missing_feature(Isa::Avx2, no_fma) == "fma");
+  CHECK(isa::missing_feature(Isa::Avx512, no_fma) == "fma");
+  CHECK(isa::best_isa(no_fma) == Isa::Scalar);
   try {
     isa::choose_isa("avx512", avx2);
     FAIL("an unavailable path was accepted");

@@ -17,7 +17,7 @@ Command setup_version(CLI::App& app) {
   sub->add_flag("--json", *json, "Print one JSON object");
   return {sub, [json] {
             nlohmann::json backends = {"reference", "cuda-emu"};
-            if (device_pipeline_cuda() != nullptr) backends.push_back("cuda");
+            if (cuda_backend_installed()) backends.push_back("cuda");
             const char* path = isa::isa_name(isa::kernels().isa);  // ORACLE_ISA or the CPU's best
             const std::vector<std::string> features = isa::feature_names(isa::cpu_features());
             if (*json) {

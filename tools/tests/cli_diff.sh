@@ -66,6 +66,10 @@ case $CASE in
   cuda_plugin_foreign)  # a file of that name that is not a plugin: refused as input, not a crash
     mkdir -p "$WORK/odd" && cp "$ORACLE" "$WORK/odd/oracle" && echo "not a library" >"$WORK/odd/liboracle_device_cuda.so"
     expect_input_error "cuda" "--backend.*cannot load.*liboracle_device_cuda.so" -- "$WORK/odd/oracle" "${diff[@]:1}" --backend cuda ;;
+  cuda_plugin_stale)  # a plugin whose entry refuses this oracle's ABI key: "another build", exit 2
+    fake="$(dirname "$ORACLE")/libfake_device_plugin.so"; need_fixture "$fake"
+    mkdir -p "$WORK/stale" && cp "$ORACLE" "$WORK/stale/oracle" && cp "$fake" "$WORK/stale/liboracle_device_cuda.so"
+    expect_input_error "cuda" "--backend.*not this oracle's CUDA backend.*cuda-emu" -- "$WORK/stale/oracle" "${diff[@]:1}" --backend cuda ;;
   bad_mode)
     run_capture "${diff[@]}" --backend cuda-emu --mode turbo
     [ "$RC" -eq 2 ] || fail "exit $RC (want 2)"

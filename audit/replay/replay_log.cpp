@@ -10,6 +10,7 @@
 
 #include "base/errors.h"
 #include "base/json_util.h"
+#include "base/numerics_version.h"
 #include "base/file_io.h"
 
 namespace oracle {
@@ -83,6 +84,7 @@ json record_to_json(const LogRecord& r) {
               {"finish_reason", r.finish_reason},
               {"stop_detail", r.stop_detail},
               {"steps", r.steps}};
+  stamp_numerics_version(out);  // the contract the logits hashes were computed under (docs/numerics.md "Versioning")
   if (r.add_eos) out["add_eos"] = true;  // optional: records without them stay as they were
   if (r.parse_special) out["parse_special"] = true;
   return out;
@@ -252,7 +254,9 @@ static void read_header(const json& j, const std::string& where, LogRecord& r) {
   std::vector<std::string> keys = {"schema", "version", "tool_version", "model", "tokenizer", "prompt",
                                    "prompt_ids", "add_bos", "sampler", "seq_id", "stop", "logprobs_top_n",
                                    "output_ids", "text", "finish_reason", "stop_detail", "steps"};
-  for (const char* optional : {"add_eos", "parse_special"})
+  // numerics_version: absent in logs written before it existed (read as version 1)
+  check_numerics_version(j, where, "re-run the generation with `oracle run ... --log F` to write a new log");
+  for (const char* optional : {"add_eos", "parse_special", kNumericsVersionField})
     if (j.contains(optional)) keys.push_back(optional);
   expect_keys(j, keys, where, "");
   r.tool_version = get_string(j.at("tool_version"), where, "tool_version");

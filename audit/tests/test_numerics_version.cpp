@@ -113,6 +113,11 @@ TEST_CASE("replay logs: run --log lines carry the version; the reader refuses an
   json legacy = j;
   legacy.erase("numerics_version");
   CHECK(refusal([&] { parse_log_line(legacy.dump(), "x.jsonl:2"); }).empty() == (kNow == 1));
+  // The whole log: refused before anything replays (exit 2 in oracle replay), naming the line;
+  // garbage and foreign lines are left to the per-line report.
+  const std::vector<LogLine> lines = {{1, j.dump()}, {2, "not json"}, {3, R"({"choices": []})"}, {5, other.dump()}};
+  check_refusal(refusal([&] { check_log_numerics_version(lines, "x.jsonl"); }), "x.jsonl:5", 999, kNow, "--log F");
+  CHECK(refusal([&] { check_log_numerics_version({lines[0], lines[1], lines[2]}, "x.jsonl"); }).empty());
 }
 
 TEST_CASE("logits and trace dumps carry the version; compare's readers refuse another one, not foreign files") {

@@ -187,6 +187,12 @@ PY
     jq -c '.numerics_version = 999' "$WORK/log.jsonl" >"$WORK/bad-log.jsonl"
     expect_input_error "$WORK/bad-log.jsonl:1" "numerics_version" -- "$ORACLE" replay "$WORK/bad-log.jsonl" --model "$GGUF"
     grep -q "found 999, this oracle reads $V" "$WORK/err" || fail "replay: $(cat "$WORK/err")"
+    # shard parts: merge refuses a part of another version
+    "$ORACLE" replay "$WORK/log.jsonl" --model "$GGUF" --shard 0/1 --part "$WORK/p0.json" -q 2>/dev/null
+    [ "$(jq .numerics_version "$WORK/p0.json")" = "$V" ] || fail "shard part"
+    "$ORACLE" merge "$WORK/p0.json" >/dev/null || fail "merge of this version"
+    jq -c '.numerics_version = 999' "$WORK/p0.json" >"$WORK/p1.json"
+    expect_input_error "$WORK/p1.json" "numerics_version" -- "$ORACLE" merge "$WORK/p1.json"
     # dumps: compare refuses an oracle dump of another version
     "$ORACLE" run -m "$GGUF" -p "Once" -n 2 --dump-logits "$WORK/d.safetensors" -q >/dev/null
     python3 - "$WORK/d.safetensors" "$WORK/bad.safetensors" <<'PY' || fail "could not rewrite the dump's metadata"

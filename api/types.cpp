@@ -18,6 +18,17 @@ const char* version() { return LLM_ORACLE_VERSION; }
 int numerics_version() { return oracle::num::kNumericsContractVersion; }
 
 namespace {
+// The public enum is a copy of numerics/dtype.h's at the library boundary: the same ids,
+// so a type converts by value. A type added to one and not the other fails here.
+constexpr bool same_id(DType pub, oracle::DType in) { return static_cast<int>(pub) == static_cast<int>(in); }
+static_assert(same_id(DType::F32, oracle::DType::F32) && same_id(DType::F16, oracle::DType::F16) &&
+              same_id(DType::BF16, oracle::DType::BF16) && same_id(DType::Q4_0, oracle::DType::Q4_0) &&
+              same_id(DType::Q4_1, oracle::DType::Q4_1) && same_id(DType::Q5_0, oracle::DType::Q5_0) &&
+              same_id(DType::Q5_1, oracle::DType::Q5_1) && same_id(DType::Q8_0, oracle::DType::Q8_0) &&
+              same_id(DType::Q8_1, oracle::DType::Q8_1) && same_id(DType::Q2_K, oracle::DType::Q2_K) &&
+              same_id(DType::Q3_K, oracle::DType::Q3_K) && same_id(DType::Q4_K, oracle::DType::Q4_K) &&
+              same_id(DType::Q5_K, oracle::DType::Q5_K) && same_id(DType::Q6_K, oracle::DType::Q6_K) &&
+              same_id(DType::Q8_K, oracle::DType::Q8_K) && same_id(DType::I8_ROW, oracle::DType::I8_ROW));
 oracle::DType internal(DType t) { return static_cast<oracle::DType>(static_cast<int>(t)); }
 std::string upper(std::string s) {
   for (char& ch : s) ch = (char)std::toupper((unsigned char)ch);

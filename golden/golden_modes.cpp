@@ -30,6 +30,7 @@
 #include "optimized/device_batch.h"
 #include "optimized/device_sequence.h"
 #include "base/errors.h"
+#include "base/numerics_version.h"
 #include "reference/compute/forward.h"
 #include "reference/generate/generate.h"
 #include "numerics/numerics.h"
@@ -245,6 +246,7 @@ int update(const std::string& dir, bool force) {
       return 1;
     }
     r["model_sha256"] = fixture(r["model"]).model.sha256;
+    stamp_numerics_version(r);  // docs/numerics.md "Versioning"
     files[r["mode"]].push_back(r);
   }
   fs::create_directories(dir);
@@ -278,6 +280,8 @@ int verify(const std::string& dir, bool device) {
     std::string line;
     for (int lineno = 1; std::getline(f, line); lineno++) {
       const json r = json::parse(line);
+      check_numerics_version(r, p.string() + ":" + std::to_string(lineno),
+                             "regenerate it with `golden_modes update golden/modes --force` (golden/README.md)");
       std::string note;
       const json got = run(r, device, note);
       const std::string where = p.string() + ":" + std::to_string(lineno) + " " + r["id"].get<std::string>();

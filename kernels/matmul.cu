@@ -73,24 +73,24 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, int* sc, i
 
 struct RowStored {
   const uint8_t* W;
-  StoredType type;
+  DType type;
   int K;
   __device__ float at(long long i, int k) const {
     using namespace oracle::num;
-    const int be = stored_block_elems(type), bb = stored_block_bytes(type);
+    const int be = (int)dtype_block_elems(type), bb = (int)dtype_block_bytes(type);
     const uint8_t* b = W + i * (long long)(K / be) * bb + (long long)(k / be) * bb;
     const int j = k % be;
     switch (type) {
-      case StoredType::F16: return fp16_at(b);
-      case StoredType::BF16: return bf16_to_f32((uint16_t)(b[0] | (b[1] << 8)));
-      case StoredType::Q4_1: {
+      case DType::F16: return fp16_at(b);
+      case DType::BF16: return bf16_to_f32((uint16_t)(b[0] | (b[1] << 8)));
+      case DType::Q4_1: {
         const int q = j < 16 ? b[4 + j] & 0x0F : b[4 + j - 16] >> 4;
         return fma_rn((float)q, fp16_at(b), fp16_at(b + 2));
       }
-      case StoredType::Q5_0: return mul_rn((float)(q5_value(b + 6, u32_at(b + 2), j) - 16), fp16_at(b));
-      case StoredType::Q5_1:
+      case DType::Q5_0: return mul_rn((float)(q5_value(b + 6, u32_at(b + 2), j) - 16), fp16_at(b));
+      case DType::Q5_1:
         return fma_rn((float)q5_value(b + 8, u32_at(b + 4), j), fp16_at(b), fp16_at(b + 2));
-      case StoredType::Q8_1: return mul_rn((float)(int8_t)b[4 + j], fp16_at(b));
+      case DType::Q8_1: return mul_rn((float)(int8_t)b[4 + j], fp16_at(b));
       default: return k_quant(b, j);
     }
   }
@@ -98,13 +98,13 @@ struct RowStored {
   __device__ float k_quant(const uint8_t* b, int j) const {
     using namespace oracle::num;
     switch (type) {
-      case StoredType::Q2_K: {  // scales[16] qs[64] d dmin
+      case DType::Q2_K: {  // scales[16] qs[64] d dmin
         const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, half = l / 16;
         const uint8_t sc = b[n * 8 + s * 2 + half];
         const float dl = mul_rn(fp16_at(b + 80), (float)(sc & 0xF)), ml = mul_rn(fp16_at(b + 82), (float)(sc >> 4));
         return fma_rn(dl, (float)((b[16 + 32 * n + l] >> (2 * s)) & 3), -ml);
       }
-      case StoredType::Q3_K: {  // hmask[32] qs[64] scales[12] d
+      case DType::Q3_K: {  // hmask[32] qs[64] scales[12] d
         const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, is = n * 8 + s * 2 + l / 16;
         const uint8_t* packed = b + 96;
         const int low = is < 8 ? packed[is] & 0xF : packed[is - 8] >> 4;
@@ -113,9 +113,9 @@ struct RowStored {
         const int v = ((b[32 + 32 * n + l] >> (2 * s)) & 3) - ((b[l] & (1 << (n * 4 + s))) ? 0 : 4);
         return mul_rn(dl, (float)v);
       }
-      case StoredType::Q4_K:
-      case StoredType::Q5_K: {  // d dmin scales[12] (qh[32]) qs[128]
-        const bool five = type == StoredType::Q5_K;
+      case DType::Q4_K:
+      case DType::Q5_K: {  // d dmin scales[12] (qh[32]) qs[128]
+        const bool five = type == DType::Q5_K;
         const int g = j / 64, r = j % 64, hi = r >= 32, l = r % 32;
         int sc, m;
         const bool swap = oracle::fault::active(oracle::fault::Fault::KERNEL_K_QUANT_SCALE_PAIR);  // FAULT
@@ -126,7 +126,7 @@ struct RowStored {
         if (five) q += (b[16 + l] & ((hi ? 2 : 1) << (2 * g))) ? 16 : 0;
         return fma_rn(d1, (float)q, -m1);
       }
-      case StoredType::Q6_K: {  // ql[128] qh[64] scales[16] d
+      case DType::Q6_K: {  // ql[128] qh[64] scales[16] d
         const int n = j / 128, r = j % 128, quarter = r / 32, l = r % 32, is = l / 16;
         const uint8_t* ql = b + 64 * n;
         const uint8_t qh = b[128 + 32 * n + l];
@@ -168,13 +168,14 @@ void launch_matmul(float* out, const float* x, Row W, int T, int K, int N, cudaS
 }  // namespace
 
 void matmul(float* out, const float* x, WeightView W, int T, int K, int N, cudaStream_t stream) {
-  if (K % stored_block_elems(W.type) != 0)
+  if (!matmul_reads(W.type)) throw std::invalid_argument("matmul: no device reader for this weight type");
+  if (K % dtype_block_elems(W.type) != 0)
     throw std::invalid_argument("matmul: K must be a multiple of the weight type's block");
   const uint8_t* bytes = static_cast<const uint8_t*>(W.data);
   switch (W.type) {
-    case StoredType::F32: return launch_matmul(out, x, RowF32{static_cast<const float*>(W.data), K}, T, K, N, stream);
-    case StoredType::Q8_0: return launch_matmul(out, x, RowQ8_0{bytes, K}, T, K, N, stream);
-    case StoredType::Q4_0: return launch_matmul(out, x, RowQ4_0{bytes, K}, T, K, N, stream);
+    case DType::F32: return launch_matmul(out, x, RowF32{static_cast<const float*>(W.data), K}, T, K, N, stream);
+    case DType::Q8_0: return launch_matmul(out, x, RowQ8_0{bytes, K}, T, K, N, stream);
+    case DType::Q4_0: return launch_matmul(out, x, RowQ4_0{bytes, K}, T, K, N, stream);
     default: return launch_matmul(out, x, RowStored{bytes, W.type, K}, T, K, N, stream);
   }
 }

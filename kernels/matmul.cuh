@@ -38,52 +38,26 @@
 #include <cstdint>
 
 #include "kernels/launch.h"
+#include "numerics/dtype.h"
 #include "numerics/numerics.h"
 
 namespace oracle::kernels {
 
-// Every weight format the GEMV reads, in ggml's order (the kernels' own names for
-// them: the kernels layer includes no reference header; optimized/ maps DType onto
-// these): float32 rows, and the stored types' blocks as the file holds them.
-enum class StoredType { F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K };
-// Elements and bytes per block (ggml's block sizes; F32 / F16 / BF16: one element).
-ORACLE_HD int stored_block_elems(StoredType t) {
-  switch (t) {
-    case StoredType::F32: case StoredType::F16: case StoredType::BF16: return 1;
-    case StoredType::Q2_K: case StoredType::Q3_K: case StoredType::Q4_K: case StoredType::Q5_K:
-    case StoredType::Q6_K: case StoredType::Q8_K: return 256;
-    default: return 32;
-  }
-}
-ORACLE_HD int stored_block_bytes(StoredType t) {
-  switch (t) {
-    case StoredType::F32: return 4;
-    case StoredType::F16: case StoredType::BF16: return 2;
-    case StoredType::Q4_0: return 18;
-    case StoredType::Q4_1: return 20;
-    case StoredType::Q5_0: return 22;
-    case StoredType::Q5_1: return 24;
-    case StoredType::Q8_0: return 34;
-    case StoredType::Q8_1: return 36;
-    case StoredType::Q2_K: return 84;
-    case StoredType::Q3_K: return 110;
-    case StoredType::Q4_K: return 144;
-    case StoredType::Q5_K: return 176;
-    case StoredType::Q6_K: return 210;
-    default: return 292;  // Q8_K
-  }
-}
+// The weight formats the GEMV reads: every DType (numerics/dtype.h, the one weight
+// type of every layer) but the project's I8_ROW, which the device model dequantizes
+// to float32 at load: float32 rows, and the stored types' blocks as the file holds them.
+ORACLE_HD bool matmul_reads(DType t) { return t != DType::I8_ROW && dtype_block_elems(t) > 0; }
 
-// A weight matrix (N, K) on the device, typed: N rows of K / stored_block_elems(type)
-// blocks, row-major, as the file stores them (F32: N x K floats).
+// A weight matrix (N, K) on the device, typed: N rows of K / dtype_block_elems(type)
+// blocks of dtype_block_bytes(type), row-major, as the file stores them (F32: N x K floats).
 struct WeightView {
   const void* data = nullptr;
-  StoredType type = StoredType::F32;
+  DType type = DType::F32;
 };
 
 // The one matmul entry point: out (T, N) = x (T, K) times W^T, dispatching once on
 // W.type to its row reader (the formula above). K must be a multiple of the type's
-// block (throws std::invalid_argument otherwise).
+// block and matmul_reads(W.type) must hold (throws std::invalid_argument otherwise).
 void matmul(float* out, const float* x, WeightView W, int T, int K, int N, cudaStream_t stream = nullptr);
 
 }  // namespace oracle::kernels

@@ -37,30 +37,15 @@ void put_dequantized(DeviceBuffer<float>& dst, const WeightMatrix& w, size_t N, 
 
 }  // namespace
 
-// The kernels' name of a stored type; false for I8_ROW (no device reader: dequantized to float32).
-static bool stored_type(DType t, kernels::StoredType* out) {
-  using S = kernels::StoredType;
-  static const std::pair<DType, S> map[] = {
-      {DType::F32, S::F32},   {DType::F16, S::F16},   {DType::BF16, S::BF16}, {DType::Q4_0, S::Q4_0},
-      {DType::Q4_1, S::Q4_1}, {DType::Q5_0, S::Q5_0}, {DType::Q5_1, S::Q5_1}, {DType::Q8_0, S::Q8_0},
-      {DType::Q8_1, S::Q8_1}, {DType::Q2_K, S::Q2_K}, {DType::Q3_K, S::Q3_K}, {DType::Q4_K, S::Q4_K},
-      {DType::Q5_K, S::Q5_K}, {DType::Q6_K, S::Q6_K}, {DType::Q8_K, S::Q8_K}};
-  for (const auto& [d, s] : map)
-    if (d == t) return *out = s, true;
-  return false;
-}
-
 // With keep_quantized, every stored type but F32 and I8_ROW: the file's blocks as they
 // are, for the dequantizing GEMV (kernels::matmul on their typed view); else float32.
 void DeviceModel::put_matrix(DeviceMatrix& dst, const WeightMatrix& w, size_t N, size_t K) {
-  kernels::StoredType st{};
-  const bool stored = stored_type(w.type, &st);
+  const bool stored = kernels::matmul_reads(w.type);
   const bool float_type = w.type == DType::F16 || w.type == DType::BF16;
   if (options_.keep_quantized && stored && w.type != DType::F32 && !(float_type && options_.float_types_as_f32) &&
       K % (size_t)dtype_block_elems(w.type) == 0) {
     const size_t bytes = N * (size_t)dtype_row_bytes(w.type, (int64_t)K);
     dst.type = w.type;
-    dst.stored = st;
     dst.quant.resize(bytes);
     dst.quant.upload(w.data, bytes);
     n_quantized_++;

@@ -25,10 +25,9 @@ struct DeviceMatrix {
   DType type = DType::F32;
   DeviceBuffer<float> f32;      // (N, K) when type == F32
   DeviceBuffer<uint8_t> quant;  // the file's rows of blocks for any other type
-  kernels::StoredType stored = kernels::StoredType::F32;  // the kernels' name of `type`
   // The typed view kernels::matmul takes.
   kernels::WeightView view() const {
-    return type == DType::F32 ? kernels::WeightView{f32.get(), kernels::StoredType::F32} : kernels::WeightView{quant.get(), stored};
+    return type == DType::F32 ? kernels::WeightView{f32.get(), DType::F32} : kernels::WeightView{quant.get(), type};
   }
 };
 

@@ -52,51 +52,48 @@ KernelCase f32_case(Shape s, uint32_t seed) {
             std::mt19937 rng(sd);
             Floats W = random_floats(rng, (size_t)s.N * s.K, 1.0f), x = random_floats(rng, (size_t)s.T * s.K, 2.0f);
             auto st = std::make_shared<F32State>(s, std::move(x), std::move(W));
-            return CaseRun{[st] { k::matmul(st->dout.get(), st->dx.get(), {st->dW.get(), k::StoredType::F32}, st->s.T, st->s.K, st->s.N); },
+            return CaseRun{[st] { k::matmul(st->dout.get(), st->dx.get(), {st->dW.get(), DType::F32}, st->s.T, st->s.K, st->s.N); },
                            [st] { return CaseResult{matmul_expected(st->x, st->W, st->s), st->dout.host(), {}}; }};
           }};
 }
 
 // ---- stored weights: Q8_0 / Q4_0 and the other stored types --------------------------------------
-// One stored format: the kernels' name, the reference's, where its blocks hold fp16 / f32 scales.
+// One stored format: its type, where its blocks hold fp16 / f32 scales.
 struct Format {
-  k::StoredType kernel;
-  DType reference;
+  DType type;
   std::vector<int> half_offsets;  // byte offsets of fp16 fields in a block (finite values written)
   int f32_offset = -1;            // a float32 field (Q8_K's d)
-  int block_elems() const { return k::stored_block_elems(kernel); }
-  int block_bytes() const { return k::stored_block_bytes(kernel); }
+  int block_elems() const { return (int)dtype_block_elems(type); }
+  int block_bytes() const { return (int)dtype_block_bytes(type); }
   std::string op() const {
-    return kernel == k::StoredType::Q8_0 ? "matmul_q8_0" : kernel == k::StoredType::Q4_0 ? "matmul_q4_0" : "matmul_stored";
+    return type == DType::Q8_0 ? "matmul_q8_0" : type == DType::Q4_0 ? "matmul_q4_0" : "matmul_stored";
   }
-  std::string name() const { return op() == "matmul_stored" ? op() + " " + dtype_name(reference) : op(); }
+  std::string name() const { return op() == "matmul_stored" ? op() + " " + dtype_name(type) : op(); }
 };
 
 const std::vector<Format>& stored_formats() {
-  using S = k::StoredType;
   static const std::vector<Format> f = {
-      {S::F16, DType::F16, {0}},        {S::BF16, DType::BF16, {}},     {S::Q4_1, DType::Q4_1, {0, 2}},
-      {S::Q5_0, DType::Q5_0, {0}},      {S::Q5_1, DType::Q5_1, {0, 2}}, {S::Q8_1, DType::Q8_1, {0, 2}},
-      {S::Q2_K, DType::Q2_K, {80, 82}}, {S::Q3_K, DType::Q3_K, {108}},  {S::Q4_K, DType::Q4_K, {0, 2}},
-      {S::Q5_K, DType::Q5_K, {0, 2}},   {S::Q6_K, DType::Q6_K, {208}},  {S::Q8_K, DType::Q8_K, {}, 0},
+      {DType::F16, {0}},      {DType::BF16, {}},      {DType::Q4_1, {0, 2}}, {DType::Q5_0, {0}},
+      {DType::Q5_1, {0, 2}},  {DType::Q8_1, {0, 2}},  {DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}},
+      {DType::Q4_K, {0, 2}},  {DType::Q5_K, {0, 2}},  {DType::Q6_K, {208}},  {DType::Q8_K, {}, 0},
   };
   return f;
 }
-const Format kQ8_0{k::StoredType::Q8_0, DType::Q8_0, {0}};
-const Format kQ4_0{k::StoredType::Q4_0, DType::Q4_0, {0}};
+const Format kQ8_0{DType::Q8_0, {0}};
+const Format kQ4_0{DType::Q4_0, {0}};
 
 // Random bytes; fp16 fields finite and small, BF16 elements finite, Q8_K's d finite.
 std::vector<uint8_t> random_rows(std::mt19937& rng, const Format& f, int N, int K) {
   const int bb = f.block_bytes();
   std::vector<uint8_t> w((size_t)N * (K / f.block_elems()) * bb);
   for (uint8_t& b : w) b = (uint8_t)(rng() & 0xff);
-  const bool f16 = f.kernel == k::StoredType::F16;
+  const bool f16 = f.type == DType::F16;
   for (size_t b = 0; b < w.size(); b += (size_t)bb) {
     for (int off : f.half_offsets) {
       const uint16_t h = num::f32_to_fp16(uniform(rng, f16 ? 2.0f : 0.05f));
       w[b + off] = (uint8_t)(h & 0xff), w[b + off + 1] = (uint8_t)(h >> 8);
     }
-    if (f.kernel == k::StoredType::BF16) {
+    if (f.type == DType::BF16) {
       const uint16_t h = num::f32_to_bf16(uniform(rng, 2.0f));
       w[b] = (uint8_t)(h & 0xff), w[b + 1] = (uint8_t)(h >> 8);
     }
@@ -117,12 +114,12 @@ struct StoredState {
   Dev<float> dx, dout;
   StoredState(Format fm, Shape sh, std::vector<uint8_t> Ws, Floats xs)
       : f(std::move(fm)), s(sh), W(std::move(Ws)), x(std::move(xs)), dW(W), dx(x), dout((size_t)s.T * s.N) {}
-  void launch() { k::matmul(dout.get(), dx.get(), {dW.get(), f.kernel}, s.T, s.K, s.N); }
+  void launch() { k::matmul(dout.get(), dx.get(), {dW.get(), f.type}, s.T, s.K, s.N); }
   // The reference's stored-type path: dequantize_row (reference/model/quant.cpp), then the dot.
   CaseResult result() {
     Floats deq((size_t)s.N * s.K);
-    const size_t row_bytes = (size_t)dtype_row_bytes(f.reference, s.K);
-    for (int i = 0; i < s.N; i++) dequantize_row(f.reference, &W[i * row_bytes], s.K, &deq[(size_t)i * s.K]);
+    const size_t row_bytes = (size_t)dtype_row_bytes(f.type, s.K);
+    for (int i = 0; i < s.N; i++) dequantize_row(f.type, &W[i * row_bytes], s.K, &deq[(size_t)i * s.K]);
     return {matmul_expected(x, deq, s), dout.host(), {}};
   }
 };

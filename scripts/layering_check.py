@@ -37,7 +37,9 @@ RULES = {
     "optimized/tests": BOTTOM + REF + ["kernels", "optimized", "tests_common"],
     "distributed": BOTTOM + REF,  # communicators + tensor-parallel glue; reference/ never includes it
     "distributed/tests": BOTTOM + REF + ["distributed", "tests_common"],
-    "tools": BOTTOM + REF + ["audit", "kernels", "optimized", "distributed"],
+    # the CLI sees the device backends only through their interface (EXTRA below):
+    # the emulated one is linked in, the CUDA one is a plugin (docs/design.md "Backends")
+    "tools": BOTTOM + REF + ["audit", "distributed"],
     "property_tests": BOTTOM + REF + ["audit", "tests_common"],
     "fuzz": BOTTOM + REF + ["audit"],
     "golden": BOTTOM + REF + ["tests_common", "kernels", "optimized"],
@@ -52,8 +54,9 @@ RULES = {
     "examples": ["include"],
 }
 # Single files a folder may include beyond its rules: the installed public headers
-# include the one self-contained internal header they ship with.
-EXTRA = {"include": ["base/errors.h"]}
+# include the one self-contained internal header they ship with; the tools, the
+# device backends' interface.
+EXTRA = {"include": ["base/errors.h"], "tools": ["optimized/device_pipeline.h"]}
 SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Probes for --prove: (file, an include that must be refused there).
@@ -66,6 +69,9 @@ PROBES = [("numerics/numerics.h", "base/errors.h"),
           ("reference/generate/generate.h", "audit/certify/certify.h"),
           ("kernels/matmul.cuh", "reference/compute/ops.h"),
           ("kernels/attention.cuh", "optimized/kernel_cases.h"),
+          ("numerics/dtype.h", "reference/model/model.h"),
+          ("tools/cmd_run.cpp", "optimized/backend.h"),
+          ("tools/device_backend.cpp", "kernels/matmul.cuh"),
           ("audit/replay/replay.h", "tools/commands.h"),
           ("audit/replay/replay.h", "audit/certify/certify.h"),
           ("audit/interop/compare.h", "audit/certify/certify.h"),

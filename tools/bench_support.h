@@ -1,24 +1,14 @@
 #pragma once
-// Measurement helpers for `oracle bench`: a monotonic timer, the process's
+// Measurement helpers for `oracle bench`: a monotonic timer (base/stopwatch.h), the process's
 // memory as the kernel reports it (/proc/self/status), and a memory-bandwidth
 // probe (one plain sequential read of a buffer) used as the same-run baseline.
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "base/stopwatch.h"
+
 namespace oracle::tools {
-
-class Stopwatch {
- public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Fields of /proc/self/status, in bytes (0 where the kernel does not report them).
 struct ProcessMemory {

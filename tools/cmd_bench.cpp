@@ -10,6 +10,8 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "base/numerics_version.h"
+
 #include "distributed/tensor_parallel.h"
 #include "base/errors.h"
 #include "reference/compute/forward.h"
@@ -246,6 +248,7 @@ static void print_report(const nlohmann::json& j, const Model& m, const BenchOpt
 
 // The fields every device report carries besides the pipeline's own.
 static void add_device_fields(nlohmann::json& j, const Model& m, const BenchOptions& o) {
+  stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   j["backend"] = o.backend;
   j["threads"] = o.model.threads;
   j["repetitions"] = o.repetitions;
@@ -406,6 +409,7 @@ int run_bench(BenchOptions o) {
   const nlohmann::json ranks = world ? tp_ranks_json(*world, kv) : nlohmann::json();
   const ProbeResult probe = world ? ProbeResult{} : probe_weights(m, o.probe_repeats);
   nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   if (world) {
     j["tp"] = o.tp;
     j["tp_ranks"] = ranks;

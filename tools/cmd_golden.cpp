@@ -30,6 +30,7 @@
 #include "base/escape.h"
 #include "base/file_io.h"
 #include "base/json_util.h"
+#include "base/numerics_version.h"
 #include "reference/tokenizer/chat_template.h"
 #include "tools/bench_support.h"
 #include "tools/commands.h"
@@ -195,6 +196,7 @@ static json make_record(const std::string& id, const GoldenTarget& gm, const Loa
 }
 
 static json finish_record(json r, const LoadedModel& lm) {
+  stamp_numerics_version(r);  // the contract the bits below were computed under (docs/numerics.md "Versioning")
   const GenerationResult g = generate(lm.model, lm.tokenizer, r["prompt"], options_of(r, 1, 0));
   r["prompt_ids"] = g.prompt_ids;
   r["output_ids"] = g.output_ids;
@@ -398,6 +400,9 @@ static int run_update(const UpdateOptions& o) {
 // (never an out-of-bounds read or nlohmann's exception text).
 static void check_record(const json& r, const std::string& where) {
   require_input(r.is_object(), where, "record", "expected a JSON object");
+  const std::string command = r.contains("command") && r["command"].is_string() ? r["command"].get<std::string>()
+                                                                                 : "oracle golden update DIR --force";
+  check_numerics_version(r, where, "regenerate it with `" + command + "` (golden/README.md)");
   for (const char* k : {"id", "model", "tokenizer", "model_sha256", "tokenizer_sha256", "prompt", "text",
                         "finish_reason", "run_command"})
     require_input(r.contains(k) && r[k].is_string(), where, k, "missing or not a string");

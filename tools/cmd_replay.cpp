@@ -270,6 +270,7 @@ int run_replay(const ReplayOptions& o) {
   }
   const std::vector<LogLine> lines = read_log_lines(o.log);
   require_input(!lines.empty(), o.log, "records", "the log holds no records");
+  check_log_numerics_version(lines, o.log);  // a log of another numerics contract: exit 2, nothing replayed
   std::vector<LogLine> mine;  // records dealt to this worker: i % N == I
   std::vector<size_t> index;
   for (size_t i = 0; i < lines.size(); i++)

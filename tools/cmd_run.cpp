@@ -7,6 +7,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "base/numerics_version.h"
+
 #include "audit/interop/dumps.h"
 #include "audit/replay/replay_log.h"
 #include "base/errors.h"
@@ -199,6 +201,7 @@ static nlohmann::json run_json(const LoadedModel& lm, const RunOptions& o,
                               {"context", lm.model.config.seq_len}};
   j["threads"] = o.gen.threads;
   j["numerics"] = std::string(num::numerics_profile_name(o.gen.numerics));
+  stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   j["kv"] = kv_json(o, r);
   const std::string detail = finish_detail(lm, o, r);
   if (detail == "context") j["finish_reason"] = j["stop_detail"] = "context";

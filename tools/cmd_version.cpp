@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/numerics_version.h"
 #include "tools/commands.h"
 #include "tools/device_backend.h"
 #include "tools/version.h"
@@ -17,18 +18,19 @@ Command setup_version(CLI::App& app) {
   sub->add_flag("--json", *json, "Print one JSON object");
   return {sub, [json] {
             nlohmann::json backends = {"reference", "cuda-emu"};
-            if (device_pipeline_cuda() != nullptr) backends.push_back("cuda");
+            if (cuda_backend_installed()) backends.push_back("cuda");
             const char* path = isa::isa_name(isa::kernels().isa);  // ORACLE_ISA or the CPU's best
             const std::vector<std::string> features = isa::feature_names(isa::cpu_features());
             if (*json) {
-              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {"backends", backends}, {"mpi", dist::mpi_built()},
-                                                 {"isa", path}, {"cpu_features", features}}.dump().c_str());
+              std::printf("%s\n", nlohmann::json{{"version", kOracleVersion}, {kNumericsVersionField, num::kNumericsContractVersion},
+                                                 {"backends", backends}, {"mpi", dist::mpi_built()}, {"isa", path},
+                                                 {"cpu_features", features}}.dump().c_str());
             } else {
               std::string list, flags;
               for (const auto& b : backends) list += (list.empty() ? "" : ", ") + b.get<std::string>();
               for (const auto& f : features) flags += (flags.empty() ? "" : " ") + f;
-              std::printf("oracle %s (backends: %s; ISA path %s; CPU features: %s)\n", kOracleVersion, list.c_str(), path,
-                          flags.c_str());
+              std::printf("oracle %s (numerics_version %d; backends: %s; ISA path %s; CPU features: %s)\n", kOracleVersion,
+                          num::kNumericsContractVersion, list.c_str(), path, flags.c_str());
             }
             return int(kExitOk);
           }};

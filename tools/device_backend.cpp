@@ -1,26 +1,63 @@
 // Which device pipeline `--backend` names — see device_backend.h.
 #include "tools/device_backend.h"
 
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <system_error>
+
 #include "base/errors.h"
 
 namespace oracle::tools {
 
-#if !defined(ORACLE_TOOLS_HAVE_CUDA)
-const DevicePipeline* device_pipeline_cuda() { return nullptr; }
-#endif
+namespace {
+
+const char* const kEmuHint = "; --backend cuda-emu runs the same kernels emulated on the CPU";
+
+// liboracle_device_cuda.so in the folder of this process's executable.
+std::filesystem::path cuda_plugin_path() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (ec ? std::filesystem::path() : exe.parent_path()) / optimized::kDevicePluginFile;
+}
+
+// Loads the plugin (once per process: dlopen returns the same handle again; it is
+// never closed) and returns its pipeline.
+const DevicePipeline& load_cuda_plugin(const std::string& backend) {
+  const std::filesystem::path path = cuda_plugin_path();
+  std::error_code ec;
+  require_input(std::filesystem::exists(path, ec), backend, "--backend",
+                "this oracle has no CUDA backend (" + path.string() +
+                    " not found: built without CUDA; configure with -DORACLE_ENABLE_CUDA=ON on a machine with nvcc)" +
+                    kEmuHint);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    require_input(false, backend, "--backend", "cannot load " + path.string() + ": " + (why ? why : "dlopen failed") + kEmuHint);
+  }
+  auto entry = reinterpret_cast<optimized::DevicePluginEntry>(dlsym(handle, optimized::kDevicePluginEntry));
+  const DevicePipeline* p = entry ? entry(optimized::device_abi_key()) : nullptr;
+  require_input(p != nullptr, backend, "--backend",
+                path.string() + " is not this oracle's CUDA backend (another build: rebuild or reinstall both)" + kEmuHint);
+  return *p;
+}
+
+}  // namespace
+
+bool cuda_backend_installed() {
+  std::error_code ec;
+  return std::filesystem::exists(cuda_plugin_path(), ec);
+}
 
 const DevicePipeline* require_backend(const std::string& backend) {
   if (backend == "reference") return nullptr;
   require_input(backend == "cuda" || backend == "cuda-emu", backend, "--backend",
                 "unknown backend (want reference, cuda-emu or cuda)");
-  if (backend == "cuda-emu") return &device_pipeline_emu();
-  const DevicePipeline* cuda = device_pipeline_cuda();
-  require_input(cuda != nullptr, backend, "--backend",
-                "this oracle is built without CUDA (configure with -DORACLE_ENABLE_CUDA=ON on a GPU machine); "
-                "--backend cuda-emu runs the same kernels emulated on the CPU");
-  const std::string why = cuda->unavailable();
-  require_input(why.empty(), backend, "--backend", why + "; --backend cuda-emu runs the same kernels emulated on the CPU");
-  return cuda;
+  if (backend == "cuda-emu") return &optimized::device_pipeline();
+  const DevicePipeline& cuda = load_cuda_plugin(backend);
+  const std::string why = cuda.unavailable();
+  require_input(why.empty(), backend, "--backend", why + kEmuHint);
+  return &cuda;
 }
 
 DeviceMode parse_mode(const std::string& mode) {
@@ -29,16 +66,6 @@ DeviceMode parse_mode(const std::string& mode) {
   if (mode == "fast-tf32") return DeviceMode::FastTf32;
   require_input(mode == "fast-bf16", mode, "--mode", "want deterministic, fast, fast-tf32 or fast-bf16");
   return DeviceMode::FastBf16;
-}
-
-const char* mode_name(DeviceMode mode) {
-  switch (mode) {
-    case DeviceMode::Deterministic: return "deterministic";
-    case DeviceMode::Fast: return "fast";
-    case DeviceMode::FastTf32: return "fast-tf32";
-    case DeviceMode::FastBf16: return "fast-bf16";
-  }
-  return "deterministic";
 }
 
 }  // namespace oracle::tools

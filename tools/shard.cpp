@@ -8,6 +8,7 @@
 #include "base/errors.h"
 #include "base/file_io.h"
 #include "base/json_util.h"
+#include "base/numerics_version.h"
 
 namespace oracle::tools {
 
@@ -51,8 +52,9 @@ ShardRun::ShardRun(const std::string& command, const ShardOptions& o) : command_
 
 int ShardRun::finish(const json& job, size_t n_items, std::vector<json> results, const Finisher& finish) {
   if (!opt_.shard.empty()) {
-    const json part{{"schema", "oracle-shard-part"}, {"version", 1}, {"command", command_}, {"job", job},
-                    {"shard", {shard_.index, shard_.count}}, {"items", n_items}, {"results", results}};
+    json part{{"schema", "oracle-shard-part"}, {"version", 1}, {"command", command_}, {"job", job},
+              {"shard", {shard_.index, shard_.count}}, {"items", n_items}, {"results", results}};
+    stamp_numerics_version(part);  // docs/numerics.md "Versioning": merge refuses parts of another contract
     write_file_atomic(opt_.part, "--part", part.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
     std::fprintf(stderr, "%s: shard %d/%d: %zu of %zu items written to %s (oracle merge joins the parts)\n",
                  command_.c_str(), shard_.index, shard_.count, results.size(), n_items, opt_.part.c_str());
@@ -82,6 +84,7 @@ json read_part(const std::string& file) {
   require_input(p.is_object() && p.value("schema", "") == "oracle-shard-part", file, "schema",
                 "not an oracle shard part (written by CMD --shard I/N --part FILE)");
   require_input(p.value("version", 0) == 1, file, "version", "unsupported part version");
+  check_numerics_version(p, file, "re-run that worker (CMD --shard I/N --part FILE) with this oracle");
   for (const char* k : {"command", "job", "shard", "items", "results"})
     require_input(p.contains(k), file, k, "missing");
   require_input(p["results"].is_array() && p["shard"].is_array() && p["shard"].size() == 2, file, "shard",

@@ -187,8 +187,10 @@ KldBase reference_cache(const std::string& path, const Model& ref, const std::st
   if (!reused) {
     KldBase b = make_kld_base(ref, std::move(want), o);
     write_kld_base(path, b);
+    write_kld_sidecar(path, b);
     return b;
   }
+  check_kld_sidecar(path, true, "delete " + path + " and its sidecar, and re-run `oracle certify` to rebuild the cache");
   KldBase b = read_kld_base(path);
   const std::string again = " (another corpus, model or --ctx/--max-chunks; delete the file to rebuild it)";
   require_input(b.n_ctx == want.n_ctx, path, "n_ctx",

@@ -46,12 +46,14 @@ KldModeOutcome write_mode(const KldModeRequest& k, const CertifyOptions& o) {
   KldModeOutcome out;
   out.written = make_kld_base(ref, kld_base_layout(ref, read_corpus(k.corpus), o), o);
   write_kld_base(k.write_base, out.written);
+  write_kld_sidecar(k.write_base, out.written);  // our metadata (numerics_version) beside llama.cpp's format
   out.written.records.clear();
   return out;
 }
 
 KldModeOutcome reference_base_mode(const KldModeRequest& k, CertifyOptions o) {
   need(!k.candidate.empty(), "--reference-kld-base", "needs --candidate");
+  check_kld_sidecar(k.reference_base, false, "re-write it with `oracle certify --write-kld-base`");
   const KldBase b = read_kld_base(k.reference_base);
   adopt_ctx(b, k.reference_base, o, k.ctx_given);
   const Model cand = load_at(k.candidate, o.ctx);
@@ -72,6 +74,7 @@ KldModeOutcome candidate_base_mode(const KldModeRequest& k, CertifyOptions o) {
   need(!k.reference.empty() && k.candidate.empty(), "--candidate-kld-base", "needs --reference and no --candidate");
   need(o.candidate_numerics == num::NumericsProfile::Canonical, "--candidate-numerics",
        "the candidate is the file's log-probabilities: no forward pass to run in another profile");
+  check_kld_sidecar(k.candidate_base, false, "re-write it with `oracle certify --write-kld-base`");
   const KldBase b = read_kld_base(k.candidate_base);
   adopt_ctx(b, k.candidate_base, o, k.ctx_given);
   const Model ref = load_at(k.reference, o.ctx);

@@ -11,6 +11,7 @@
 #include "audit/interop/logit_stats.h"
 #include "audit/interop/svg_plot.h"
 #include "base/file_io.h"
+#include "base/numerics_version.h"
 
 namespace oracle {
 namespace {
@@ -166,6 +167,7 @@ nlohmann::json certificate_json(const CertifyResult& r, const CertificateInfo& i
                       {"histogram", g.histogram}}},
           {"thresholds", checks_json(checks)},
           {"verdict", all_pass(checks) ? "PASS" : "FAIL"}};
+  stamp_numerics_version(j);  // the contract both models' logits were computed under (docs/numerics.md "Versioning")
   if (info.trained_context > 0)  // --allow-context-extension was needed
     j["protocol"]["context_extension"] = {{"trained_context", info.trained_context}, {"ctx", r.ctx}};
   return j;
@@ -187,7 +189,8 @@ std::string certificate_markdown(const CertifyResult& r, const CertificateInfo& 
        std::to_string(r.corpus_tokens) + " tokens |\n";
   m += "| protocol | " + std::string(protocol_name(r.protocol)) + ", ctx " + std::to_string(r.ctx) + ", " + std::to_string(r.chunks) +
        " chunks, " + std::to_string(s.n) + " scored tokens |\n";
-  m += "| tool | oracle " + info.tool_version + " |\n\n## Thresholds\n\n| metric | limit | value | result |\n|---|---|---|---|\n";
+  m += "| tool | oracle " + info.tool_version + ", numerics_version " + std::to_string(num::kNumericsContractVersion) +
+       " |\n\n## Thresholds\n\n| metric | limit | value | result |\n|---|---|---|---|\n";
   for (const ThresholdCheck& c : checks)
     m += "| " + c.threshold.metric + " | " + (c.threshold.at_most ? "≤ " : "≥ ") + num6(c.threshold.limit) +
          " | " + num6(c.value) + " | " + (c.pass ? "PASS" : "FAIL") + " |\n";

@@ -9,6 +9,7 @@
 
 #include "audit/interop/npy.h"
 #include "base/errors.h"
+#include "base/numerics_version.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
 
@@ -55,6 +56,7 @@ SafetensorsFile with_ids(const DumpInfo& info, const std::vector<int>& tokens, c
                 {"prompt_ids", json(info.prompt_ids).dump()},
                 {"sampler", info.sampler_json},
                 {"oracle_version", info.oracle_version},
+                {kNumericsVersionField, std::to_string(num::kNumericsContractVersion)},
                 {"steps", std::to_string(tokens.size())}};
   f.tensors.push_back(st_i64("token_ids", {(int64_t)tokens.size()}, wide(tokens)));
   f.tensors.push_back(st_i64("prompt_ids", {(int64_t)info.prompt_ids.size()}, wide(info.prompt_ids)));
@@ -130,6 +132,17 @@ std::vector<int> ids_tensor(const SafetensorsFile& f, const char* name, const st
   return narrow_ids(st_as_ints(*t, path), path, name);
 }
 
+// An oracle dump (format oracle-logits / oracle-trace) must carry this oracle's numerics_version
+// (none: written before the field, version 1); another program's safetensors is not checked.
+void check_dump_version(const std::map<std::string, std::string>& meta, const std::string& path) {
+  const auto format = meta.find("format");
+  if (format == meta.end() || (format->second != "oracle-logits" && format->second != "oracle-trace")) return;
+  json j = json::object();
+  if (const auto v = meta.find(kNumericsVersionField); v != meta.end())
+    j[kNumericsVersionField] = parse_json_text(v->second, path, kNumericsVersionField);
+  check_numerics_version(j, path, "regenerate it with `oracle run ... --dump-logits F` (or --dump-trace F)");
+}
+
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -161,6 +174,7 @@ LogitsInput read_logits_input(const std::string& path) {
     in.token_ids = ids_tensor(f, "token_ids", path);
     in.prompt_ids = ids_tensor(f, "prompt_ids", path);
     in.metadata = f.metadata;
+    check_dump_version(f.metadata, path);
   }
   if (shape.size() == 3 && shape[0] == 1) shape.erase(shape.begin());  // HF (batch 1, steps, vocab)
   require_input(shape.size() == 2 && shape[0] > 0 && shape[1] > 0, path, "logits shape",
@@ -202,6 +216,7 @@ std::vector<int> read_ids_file(const std::string& path) {
 std::vector<TraceEntry> read_trace_dump(const std::string& path, std::vector<int>* prompt_ids,
                                         std::vector<int>* token_ids) {
   const SafetensorsFile f = read_safetensors(path);
+  check_dump_version(f.metadata, path);
   std::vector<TraceEntry> out;
   for (const StTensorData& t : f.tensors) {
     if (t.name == "prompt_ids" || t.name == "token_ids") continue;

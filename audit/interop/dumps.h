@@ -5,7 +5,7 @@
 //   logits     F32 (steps, vocab)  row i = the raw logits token_ids[i] was chosen from
 //   token_ids  I64 (steps)         the generated ids
 //   prompt_ids I64 (n_prompt)      the prompt as run (BOS included)
-//   __metadata__: format, version, model, model_sha256, tokenizer_sha256,
+//   __metadata__: format, version, model, model_sha256, tokenizer_sha256, numerics_version,
 //                 prompt_ids (JSON), sampler (JSON), oracle_version, steps, vocab
 // Trace dump ("oracle-trace", version 1): every tensor the forward pass traces
 // (reference/compute/forward.h), one F32 (positions, width) tensor per op name

@@ -3,11 +3,14 @@
 #include "audit/interop/kld_base.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "base/atomic_file.h"
 #include "base/errors.h"
+#include "base/file_io.h"
+#include "base/numerics_version.h"
 #include "numerics/numerics.h"
 
 namespace oracle {
@@ -194,6 +197,33 @@ void write_kld_base(const std::string& path, const KldBase& b) {
                 path, "records", "inconsistent KLD base (internal sizes)");
   const std::string bytes = kld_base_bytes(b);
   write_file_atomic(path, [&](std::ostream& out) { out.write(bytes.data(), (std::streamsize)bytes.size()); });
+}
+
+// ---- sidecar -------------------------------------------------------------------------------------
+std::string kld_sidecar_path(const std::string& base_path) { return base_path + ".oracle.json"; }
+
+void write_kld_sidecar(const std::string& base_path, const KldBase& b) {
+  nlohmann::json j = {{"format", "oracle-kld-base-sidecar"},
+                      {"file", std::filesystem::path(base_path).filename().string()},
+                      {"n_ctx", b.n_ctx},
+                      {"n_vocab", b.n_vocab},
+                      {"n_chunk", b.n_chunk}};
+  stamp_numerics_version(j);
+  write_file_atomic(kld_sidecar_path(base_path), "sidecar", j.dump(2) + "\n");
+}
+
+bool check_kld_sidecar(const std::string& base_path, bool ours, const std::string& regenerate) {
+  const std::string path = kld_sidecar_path(base_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (ours) check_numerics_version(nlohmann::json::object(), base_path, regenerate);  // written before sidecars: v1
+    return false;
+  }
+  const nlohmann::json j = parse_json_text(read_regular_file(path, "sidecar"), path, "sidecar");
+  require_input(j.is_object() && j.value("format", std::string()) == "oracle-kld-base-sidecar", path, "format",
+                "expected \"oracle-kld-base-sidecar\"");
+  check_numerics_version(j, path, regenerate);
+  return true;
 }
 
 }  // namespace oracle

@@ -55,6 +55,21 @@ std::string kld_base_bytes(const KldBase& base);
 void encode_kld_record(const float* logits, int n_vocab, uint16_t* record);
 // ln p(k) = scale * q[k] + min_log_prob in float32, (n_vocab).
 std::vector<float> decode_kld_record(const uint16_t* record, int n_vocab);
+// ---- the oracle's sidecar (docs/interop.md "KLD base files") ---------------------------------
+// llama.cpp's format has no room for our metadata, so a base file the oracle writes
+// gets a JSON sidecar beside it, F + ".oracle.json": {"format": "oracle-kld-base-sidecar",
+// "numerics_version", "file" (F's name), "n_ctx", "n_vocab", "n_chunk"}. F itself stays
+// byte for byte llama.cpp's.
+std::string kld_sidecar_path(const std::string& base_path);
+// Atomic; call after the base file is written.
+void write_kld_sidecar(const std::string& base_path, const KldBase& base);
+// The sidecar of `base_path`, when there is one, must carry this oracle's numerics_version
+// (InputError(sidecar, "numerics_version", ...) otherwise, saying how to rebuild: `regenerate`).
+// `ours`: the base file can only be the oracle's (a --reference-cache), so a missing sidecar
+// reads as a record without the field (numerics version 1); otherwise a base file without a
+// sidecar is llama.cpp's and is not checked. Returns whether a sidecar was read.
+bool check_kld_sidecar(const std::string& base_path, bool ours, const std::string& regenerate);
+
 // llama.cpp's nearest_int: round to nearest, ties to even, via 1.5 * 2^23.
 int kld_nearest_int(float x);
 

@@ -10,11 +10,16 @@
 
 #include "base/errors.h"
 #include "base/json_util.h"
+#include "base/numerics_version.h"
 #include "base/file_io.h"
 
 namespace oracle {
 
 using nlohmann::json;
+
+namespace {
+constexpr const char* kRewriteLog = "re-run the generation with `oracle run ... --log F` to write a new log";
+}  // namespace
 
 // ============================================================================
 // Building a record
@@ -83,6 +88,7 @@ json record_to_json(const LogRecord& r) {
               {"finish_reason", r.finish_reason},
               {"stop_detail", r.stop_detail},
               {"steps", r.steps}};
+  stamp_numerics_version(out);  // the contract the logits hashes were computed under (docs/numerics.md "Versioning")
   if (r.add_eos) out["add_eos"] = true;  // optional: records without them stay as they were
   if (r.parse_special) out["parse_special"] = true;
   return out;
@@ -94,6 +100,14 @@ std::string record_to_line(const LogRecord& r) {
 
 void append_log_record(const std::string& path, const LogRecord& r) {
   append_file_atomic(path, "file", record_to_line(r) + "\n");  // a failed append keeps the old log
+}
+
+void check_log_numerics_version(const std::vector<LogLine>& lines, const std::string& path) {
+  for (const LogLine& l : lines) {
+    const json j = json::parse(l.text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("schema", std::string()) != kReplayLogSchema) continue;
+    check_numerics_version(j, path + ":" + std::to_string(l.line_no), kRewriteLog);
+  }
 }
 
 std::vector<LogLine> read_log_lines(const std::string& path) {
@@ -252,7 +266,9 @@ static void read_header(const json& j, const std::string& where, LogRecord& r) {
   std::vector<std::string> keys = {"schema", "version", "tool_version", "model", "tokenizer", "prompt",
                                    "prompt_ids", "add_bos", "sampler", "seq_id", "stop", "logprobs_top_n",
                                    "output_ids", "text", "finish_reason", "stop_detail", "steps"};
-  for (const char* optional : {"add_eos", "parse_special"})
+  // numerics_version: absent in logs written before it existed (read as version 1)
+  check_numerics_version(j, where, kRewriteLog);
+  for (const char* optional : {"add_eos", "parse_special", kNumericsVersionField})
     if (j.contains(optional)) keys.push_back(optional);
   expect_keys(j, keys, where, "");
   r.tool_version = get_string(j.at("tool_version"), where, "tool_version");

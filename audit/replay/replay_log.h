@@ -85,5 +85,10 @@ struct LogLine {
 };
 // The non-blank lines of a log file; InputError(path, "file", ...) if unreadable.
 std::vector<LogLine> read_log_lines(const std::string& path);
+// Every own record (schema "oracle-replay-log") among `lines` must carry this oracle's
+// numerics_version (docs/numerics.md §8): a log of another contract is refused whole,
+// InputError("<path>:<line>", "numerics_version", ...), before anything replays. Lines
+// that do not parse, and foreign records, are left to the per-line replay.
+void check_log_numerics_version(const std::vector<LogLine>& lines, const std::string& path);
 
 }  // namespace oracle

@@ -5,5 +5,5 @@
 // profile changes). CMake: LLMOracle_VERSION and LLMOracle_NUMERICS_VERSION.
 namespace llm_oracle {
 const char* version();   // "0.1.0"
-int numerics_version();  // 1
+int numerics_version();  // the contract version (docs/numerics.md "Versioning")
 }  // namespace llm_oracle

@@ -31,7 +31,7 @@ TEST_CASE("dequantizing Q8_0 / Q4_0 GEMV kernels are bit-exact", "[emu][matmul]"
   check_registry_op("matmul_q4_0");
   Dev<uint8_t> w(std::vector<uint8_t>(34));
   Dev<float> x(48), out(1);
-  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), k::StoredType::Q8_0}, 1, 48, 1), std::invalid_argument);
+  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), DType::Q8_0}, 1, 48, 1), std::invalid_argument);
 }
 
 TEST_CASE("fast-mode GEMM is within its derived per-op bound", "[emu][matmul][fast]") { check_registry_op("gemm_fast"); }

@@ -15,5 +15,8 @@ TEST_CASE("matmul_stored equals the reference's dequantize_row + canonical dot f
   check_registry_op("matmul_stored");
   Dev<uint8_t> w(std::vector<uint8_t>(144));
   Dev<float> x(128), out(1);
-  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), k::StoredType::Q4_K}, 1, 128, 1), std::invalid_argument);
+  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), DType::Q4_K}, 1, 128, 1), std::invalid_argument);
+  // I8_ROW has no device reader (the device model dequantizes it at load): refused, not misread.
+  CHECK_FALSE(k::matmul_reads(DType::I8_ROW));
+  CHECK_THROWS_AS(k::matmul(out.get(), x.get(), {w.get(), DType::I8_ROW}, 1, 128, 1), std::invalid_argument);
 }

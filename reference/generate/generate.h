@@ -69,7 +69,7 @@ struct GenerationResult {
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const std::string& prompt,
                           const GenerateOptions& options);
 
-// ---- the same loop on another pipeline (tools/device_pipeline.cpp) ----------------
+// ---- the same loop on another pipeline (optimized/device_pipeline.cpp) ---------------
 struct SampledToken {
   int token = -1;
   LogprobReport logprobs;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/mmap_file.h"
+#include "numerics/dtype.h"  // DType: the weight type of every layer
 
 namespace oracle {
 
@@ -54,14 +55,6 @@ struct Config {
   // llama2.c models delimit stories with BOS: greedy generation stops on it.
   bool stop_on_bos = false;
   std::string architecture = "llama";
-};
-
-// ---- Storage types (ggml's type ids) -------------------------------------------------
-enum class DType : int {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
-  // Project-specific per-row int8 (see docs/formats.md); outside ggml's range.
-  I8_ROW = 1000,
 };
 
 // ---- Weights ---------------------------------------------------------------------------

@@ -14,54 +14,39 @@
 namespace oracle {
 
 // ---- type table ---------------------------------------------------------------------
+// The names of the types we implement; their block geometry is numerics/dtype.h's.
 namespace {
-struct TypeInfo {
+struct TypeName {
   DType type;
   const char* name;
-  int64_t block_elems;
-  int64_t block_bytes;
 };
 
-constexpr TypeInfo kTypes[] = {
-    {DType::F32, "F32", 1, 4},          {DType::F16, "F16", 1, 2},
-    {DType::BF16, "BF16", 1, 2},        {DType::Q4_0, "Q4_0", QK4_0, sizeof(BlockQ4_0)},
-    {DType::Q4_1, "Q4_1", QK4_0, sizeof(BlockQ4_1)}, {DType::Q5_0, "Q5_0", QK4_0, sizeof(BlockQ5_0)},
-    {DType::Q5_1, "Q5_1", QK4_0, sizeof(BlockQ5_1)}, {DType::Q8_0, "Q8_0", QK4_0, sizeof(BlockQ8_0)},
-    {DType::Q8_1, "Q8_1", QK4_0, sizeof(BlockQ8_1)}, {DType::Q2_K, "Q2_K", QK_K, sizeof(BlockQ2_K)},
-    {DType::Q3_K, "Q3_K", QK_K, sizeof(BlockQ3_K)},  {DType::Q4_K, "Q4_K", QK_K, sizeof(BlockQ4_K)},
-    {DType::Q5_K, "Q5_K", QK_K, sizeof(BlockQ5_K)},  {DType::Q6_K, "Q6_K", QK_K, sizeof(BlockQ6_K)},
-    {DType::Q8_K, "Q8_K", QK_K, sizeof(BlockQ8_K)},  {DType::I8_ROW, "I8_ROW", 1, 1},
+constexpr TypeName kTypes[] = {
+    {DType::F32, "F32"},   {DType::F16, "F16"},   {DType::BF16, "BF16"}, {DType::Q4_0, "Q4_0"},
+    {DType::Q4_1, "Q4_1"}, {DType::Q5_0, "Q5_0"}, {DType::Q5_1, "Q5_1"}, {DType::Q8_0, "Q8_0"},
+    {DType::Q8_1, "Q8_1"}, {DType::Q2_K, "Q2_K"}, {DType::Q3_K, "Q3_K"}, {DType::Q4_K, "Q4_K"},
+    {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}, {DType::Q8_K, "Q8_K"}, {DType::I8_ROW, "I8_ROW"},
 };
 
-const TypeInfo* type_info(int t) {
-  for (const TypeInfo& info : kTypes)
+const TypeName* type_name(int t) {
+  for (const TypeName& info : kTypes)
     if (static_cast<int>(info.type) == t) return &info;
   return nullptr;
 }
 }  // namespace
 
-bool dtype_supported(int ggml_type) { return type_info(ggml_type) != nullptr; }
+bool dtype_supported(int ggml_type) { return type_name(ggml_type) != nullptr; }
 
 const char* dtype_name(DType t) {
-  const TypeInfo* info = type_info(static_cast<int>(t));
+  const TypeName* info = type_name(static_cast<int>(t));
   return info ? info->name : "unknown";
 }
 
-int64_t dtype_block_elems(DType t) {
-  const TypeInfo* info = type_info(static_cast<int>(t));
-  return info ? info->block_elems : 0;
-}
-
-int64_t dtype_block_bytes(DType t) {
-  const TypeInfo* info = type_info(static_cast<int>(t));
-  return info ? info->block_bytes : 0;
-}
-
 int64_t dtype_row_bytes(DType t, int64_t n) {
-  const TypeInfo* info = type_info(static_cast<int>(t));
-  if (!info || n < 0 || n % info->block_elems != 0) return -1;
+  const int64_t elems = dtype_block_elems(t);
+  if (!type_name(static_cast<int>(t)) || elems == 0 || n < 0 || n % elems != 0) return -1;
   if (t == DType::I8_ROW) return 4 + n;  // float32 scale, then n int8
-  return n / info->block_elems * info->block_bytes;
+  return n / elems * dtype_block_bytes(t);
 }
 
 // ---- 32-element blocks -----------------------------------------------------------------

@@ -41,13 +41,20 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+// numerics/dtype.h's geometry is these structs'.
+static_assert(dtype_block_bytes(DType::Q4_0) == sizeof(BlockQ4_0) && dtype_block_bytes(DType::Q4_1) == sizeof(BlockQ4_1));
+static_assert(dtype_block_bytes(DType::Q5_0) == sizeof(BlockQ5_0) && dtype_block_bytes(DType::Q5_1) == sizeof(BlockQ5_1));
+static_assert(dtype_block_bytes(DType::Q8_0) == sizeof(BlockQ8_0) && dtype_block_bytes(DType::Q8_1) == sizeof(BlockQ8_1));
+static_assert(dtype_block_bytes(DType::Q2_K) == sizeof(BlockQ2_K) && dtype_block_bytes(DType::Q3_K) == sizeof(BlockQ3_K));
+static_assert(dtype_block_bytes(DType::Q4_K) == sizeof(BlockQ4_K) && dtype_block_bytes(DType::Q5_K) == sizeof(BlockQ5_K));
+static_assert(dtype_block_bytes(DType::Q6_K) == sizeof(BlockQ6_K) && dtype_block_bytes(DType::Q8_K) == sizeof(BlockQ8_K));
+static_assert(dtype_block_elems(DType::Q4_0) == QK4_0 && dtype_block_elems(DType::Q8_K) == QK_K);
 
 // ---- type table ---------------------------------------------------------------------
 // False for ggml types we do not implement (IQ*, TQ*, F64, I8..I64 ...).
 bool dtype_supported(int ggml_type);
 const char* dtype_name(DType t);
-int64_t dtype_block_elems(DType t);  // 1 for F32/F16/BF16, 32 or 256 for quantized
-int64_t dtype_block_bytes(DType t);  // bytes of one block
+// dtype_block_elems / dtype_block_bytes (the block geometry): numerics/dtype.h.
 // Bytes of a row of n elements; -1 when n is not a multiple of the block size
 // (I8_ROW: 4 + n). Callers turn -1 into an InputError naming the tensor.
 int64_t dtype_row_bytes(DType t, int64_t n);

@@ -51,8 +51,25 @@ case $CASE in
     echo "ok" ;;
   bad_backend)
     expect_input_error "tpu" "--backend" -- "${diff[@]}" --backend tpu ;;
-  cuda_unavailable)  # this build has no CUDA: --backend cuda is a clear input error
-    expect_input_error "cuda" "--backend.*(without CUDA|no CUDA GPU|cuda-emu)" -- "${diff[@]}" --backend cuda ;;
+  cuda_unavailable)  # no GPU here: --backend cuda is a clear input error (the plugin loaded, or its absence named)
+    if [ -f "$(dirname "$ORACLE")/liboracle_device_cuda.so" ]; then
+      if nvidia-smi -L >/dev/null 2>&1; then echo "ok: a GPU is present (nothing to refuse)"; exit 0; fi
+      expect_input_error "cuda" "--backend.*no CUDA GPU found.*cuda-emu" -- "${diff[@]}" --backend cuda
+    else
+      expect_input_error "cuda" "--backend.*liboracle_device_cuda.so not found.*cuda-emu" -- "${diff[@]}" --backend cuda
+    fi ;;
+  cuda_plugin_missing)  # an oracle with no CUDA plugin beside it: --backend cuda names the file it looked for
+    mkdir -p "$WORK/lone" && cp "$ORACLE" "$WORK/lone/oracle"
+    "$WORK/lone/oracle" version --json | jq -e '.backends == ["reference", "cuda-emu"]' >/dev/null \
+      || fail "version lists a backend it does not have: $("$WORK/lone/oracle" version --json)"
+    expect_input_error "cuda" "--backend.*liboracle_device_cuda.so not found.*cuda-emu" -- "$WORK/lone/oracle" "${diff[@]:1}" --backend cuda ;;
+  cuda_plugin_foreign)  # a file of that name that is not a plugin: refused as input, not a crash
+    mkdir -p "$WORK/odd" && cp "$ORACLE" "$WORK/odd/oracle" && echo "not a library" >"$WORK/odd/liboracle_device_cuda.so"
+    expect_input_error "cuda" "--backend.*cannot load.*liboracle_device_cuda.so" -- "$WORK/odd/oracle" "${diff[@]:1}" --backend cuda ;;
+  cuda_plugin_stale)  # a plugin whose entry refuses this oracle's ABI key: "another build", exit 2
+    fake="$(dirname "$ORACLE")/libfake_device_plugin.so"; need_fixture "$fake"
+    mkdir -p "$WORK/stale" && cp "$ORACLE" "$WORK/stale/oracle" && cp "$fake" "$WORK/stale/liboracle_device_cuda.so"
+    expect_input_error "cuda" "--backend.*not this oracle's CUDA backend.*cuda-emu" -- "$WORK/stale/oracle" "${diff[@]:1}" --backend cuda ;;
   bad_mode)
     run_capture "${diff[@]}" --backend cuda-emu --mode turbo
     [ "$RC" -eq 2 ] || fail "exit $RC (want 2)"

@@ -151,6 +151,69 @@ PY
     jq -c "$strip" "$WORK/u/mine.jsonl" >"$WORK/a"; jq -c "$strip" "$SRC/golden/stories260K.gguf.jsonl" >"$WORK/b"
     cmp -s "$WORK/a" "$WORK/b" || fail "update --model wrote different records than golden/stories260K.gguf.jsonl"
     ;;
+  numerics_version)  # docs/numerics.md §8: every record and --json output carries the contract version,
+                    # every reader refuses another one (exit 2, one line: file[:line], field, both values, the fix)
+    need_fixture "$GGUF"
+    export ORACLE_SHARED_DIR="$SHARED"
+    # The expected number comes from the source, not from the binary.
+    V=$(sed -n 's/.*kNumericsContractVersion = \([0-9]*\);.*/\1/p' "$SRC/numerics/contract_version.h")
+    [ -n "$V" ] || fail "no kNumericsContractVersion in numerics/contract_version.h"
+    [ "$("$ORACLE" version --json | jq .numerics_version)" = "$V" ] || fail "version --json: $("$ORACLE" version --json)"
+    "$ORACLE" version | grep -q "numerics_version $V;" || fail "version text: $("$ORACLE" version)"
+    "$ORACLE" run -m "$GGUF" -p "Once" -n 2 --json --log "$WORK/log.jsonl" >"$WORK/out"
+    [ "$(jqr .numerics_version)" = "$V" ] || fail "run --json: $(jq -c 'del(.steps)' "$WORK/out")"
+    [ "$(jq .numerics_version "$WORK/log.jsonl")" = "$V" ] || fail "run --log line"
+    "$ORACLE" bench -m "$GGUF" -p 4 -n 2 -r 1 --json >"$WORK/out"
+    [ "$(jqr .numerics_version)" = "$V" ] || fail "bench --json"
+    mkdir -p "$WORK/g"
+    head -n 2 "$SRC/golden/stories260K.gguf.jsonl" >"$WORK/g/ok.jsonl"
+    [ "$(jq -s 'map(.numerics_version) | unique | join(",")' "$WORK/g/ok.jsonl")" = "\"$V\"" ] ||
+      fail "committed golden records do not carry numerics_version $V"
+    ORACLE_SHARED_DIR="$SHARED" "$ORACLE" golden verify "$WORK/g/ok.jsonl" -q >/dev/null || fail "golden verify of this version"
+    for bad in 999 $((V + 1)) $((V - 1)); do
+      [ "$bad" -ge 1 ] || continue
+      { head -n 1 "$WORK/g/ok.jsonl"; sed -n 2p "$WORK/g/ok.jsonl" | jq -c ".numerics_version = $bad"; } >"$WORK/g/bad.jsonl"
+      expect_input_error "$WORK/g/bad.jsonl:2" "numerics_version" -- \
+        "$ORACLE" golden verify "$WORK/g/bad.jsonl" -q
+      grep -q "found $bad, this oracle reads $V" "$WORK/err" && grep -q "oracle golden update" "$WORK/err" ||
+        fail "values or fix not named: $(cat "$WORK/err")"
+    done
+    # no field: written before it existed, version 1
+    jq -c 'del(.numerics_version)' "$WORK/g/ok.jsonl" >"$WORK/g/old.jsonl"
+    ORACLE_SHARED_DIR="$SHARED" run_capture "$ORACLE" golden verify "$WORK/g/old.jsonl" -q
+    if [ "$V" -eq 1 ]; then [ "$RC" -eq 0 ] || fail "a record without the field is version 1: $(cat "$WORK/err")"
+    else [ "$RC" -eq 2 ] && grep -q "found 1, this oracle reads $V" "$WORK/err" || fail "old record: $RC $(cat "$WORK/err")"; fi
+    # replay of an own log of another version
+    jq -c '.numerics_version = 999' "$WORK/log.jsonl" >"$WORK/bad-log.jsonl"
+    expect_input_error "$WORK/bad-log.jsonl:1" "numerics_version" -- "$ORACLE" replay "$WORK/bad-log.jsonl" --model "$GGUF"
+    grep -q "found 999, this oracle reads $V" "$WORK/err" || fail "replay: $(cat "$WORK/err")"
+    # shard parts: merge refuses a part of another version
+    "$ORACLE" replay "$WORK/log.jsonl" --model "$GGUF" --shard 0/1 --part "$WORK/p0.json" -q 2>/dev/null
+    [ "$(jq .numerics_version "$WORK/p0.json")" = "$V" ] || fail "shard part"
+    "$ORACLE" merge "$WORK/p0.json" >/dev/null || fail "merge of this version"
+    jq -c '.numerics_version = 999' "$WORK/p0.json" >"$WORK/p1.json"
+    expect_input_error "$WORK/p1.json" "numerics_version" -- "$ORACLE" merge "$WORK/p1.json"
+    # dumps: compare refuses an oracle dump of another version
+    "$ORACLE" run -m "$GGUF" -p "Once" -n 2 --dump-logits "$WORK/d.safetensors" -q >/dev/null
+    python3 - "$WORK/d.safetensors" "$WORK/bad.safetensors" <<'PY' || fail "could not rewrite the dump's metadata"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+assert h["__metadata__"]["numerics_version"]
+h["__metadata__"]["numerics_version"] = "999"
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+    expect_input_error "$WORK/bad.safetensors" "numerics_version" -- "$ORACLE" compare "$WORK/bad.safetensors" "$WORK/d.safetensors"
+    # KLD base: the sidecar beside the file we write; another version in it is refused
+    T="$SHARED/corpus/stories260K-samples.txt"
+    "$ORACLE" certify --write-kld-base "$WORK/b.kld" --reference "$GGUF" --corpus "$T" --ctx 64 --max-chunks 1 -q >/dev/null ||
+      fail "write-kld-base"
+    [ "$(jq .numerics_version "$WORK/b.kld.oracle.json")" = "$V" ] || fail "sidecar: $(cat "$WORK/b.kld.oracle.json")"
+    [ "$(head -c 8 "$WORK/b.kld")" = "_logits_" ] || fail "the base file is not llama.cpp's format"
+    jq '.numerics_version = 999' "$WORK/b.kld.oracle.json" >"$WORK/s" && mv "$WORK/s" "$WORK/b.kld.oracle.json"
+    expect_input_error "$WORK/b.kld.oracle.json" "numerics_version" -- \
+      "$ORACLE" certify --reference-kld-base "$WORK/b.kld" --candidate "$GGUF" --out "$WORK/c" -q
+    ;;
   progress)  # periodic lines off a terminal; nothing with --quiet or --json
     ORACLE_PROGRESS_SECONDS=0 ORACLE_SHARED_DIR="$SHARED" run_capture "$ORACLE" golden verify "$SRC/golden/stories260K.gguf.jsonl"
     grep -q "^golden verify: 16/16 done in" "$WORK/err" || fail "no final progress line: $(cat "$WORK/err")"

@@ -1,21 +1,20 @@
-// One device pipeline (tools/device_backend.h) over optimized::Backend. This
-// file is compiled twice: against the emulated kernels (ORACLE_CUDA_EMULATION,
-// exporting device_pipeline_emu) and, in CUDA builds, against the real ones
-// (exporting device_pipeline_cuda). Everything else here has internal linkage
-// and the two kernel libraries live in different namespaces
-// (kernels/CMakeLists.txt), so both copies link into one `oracle`.
+// The device pipeline (optimized/device_pipeline.h) over optimized::Backend, for
+// whichever kernel library this library is built with: the emulated one
+// (ORACLE_CUDA_EMULATION, oracle_optimized_emu: "cuda-emu") or the real one
+// (oracle_optimized_cuda, inside the plugin liboracle_device_cuda.so: "cuda").
+#include "optimized/device_pipeline.h"
+
 #include <algorithm>
 #include <functional>
 
+#include "base/stopwatch.h"
 #include "optimized/backend.h"
 #include "optimized/device_sampler.h"
 #include "optimized/kernel_cases.h"
 #include "numerics/numerics.h"
 #include "reference/sampling/sampler.h"
-#include "tools/bench_support.h"
-#include "tools/device_backend.h"
 
-namespace oracle::tools {
+namespace oracle::optimized {
 namespace {
 
 optimized::BackendOptions backend_options(DeviceMode mode, Trace* trace = nullptr) {
@@ -181,16 +180,13 @@ std::vector<std::string> kernel_case_ops() { return optimized::cases::kernel_cas
 
 }  // namespace
 
+const DevicePipeline& device_pipeline() {
 #if defined(ORACLE_CUDA_EMULATION)
-const DevicePipeline& device_pipeline_emu() {
   static const DevicePipeline p{"cuda-emu", unavailable, generate, greedy_agreement, logits, bench, trace, kernel_cases, kernel_case_ops};
+#else
+  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, logits, bench, trace, kernel_cases, kernel_case_ops};
+#endif
   return p;
 }
-#else
-const DevicePipeline* device_pipeline_cuda() {
-  static const DevicePipeline p{"cuda", unavailable, generate, greedy_agreement, logits, bench, trace, kernel_cases, kernel_case_ops};
-  return &p;
-}
-#endif
 
-}  // namespace oracle::tools
+}  // namespace oracle::optimized

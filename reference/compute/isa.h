@@ -65,6 +65,10 @@ struct Kernels {
                       int T, int K, int N, int r0, int r1);
   // True when stored_rows decodes `type` in registers (not through a buffer).
   bool (*register_decoder)(DType type);
+  // y[d] = fma_rn(x[d], s, mul_rn(y[d], a)) for d < n (a == 1: fma_rn(x[d], s, y[d]), no
+  // mul) — attention's p·v and chunk merge; every element on its own, so every width
+  // gives the same bits.
+  void (*scale_fma)(float* y, float a, const float* x, float s, int n);
 };
 
 // The table chosen for this process (the first call decides; throws what

@@ -392,9 +392,21 @@ inline bool register_decoder(DType t) {
   }
 }
 
+// y[d] = fma(x[d], s, y[d] * a) (a == 1: fma(x[d], s, y[d])), 16 elements at a time.
+template <class V>
+void scale_fma(float* y, float a, const float* x, float s, int n) {
+  const auto av = V::set1(a), sv = V::set1(s);
+  const int n16 = n - n % kL;
+  for (int d = 0; d < n16; d += kL) {
+    const auto yv = a == 1.0f ? V::load(y + d) : V::mul(V::load(y + d), av);
+    V::store(y + d, V::fma(V::load(x + d), sv, yv));
+  }
+  scale_fma_tail(y, a, x, s, n16, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
-  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder};
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>};
 }
 
 }  // namespace

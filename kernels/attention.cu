@@ -61,7 +61,7 @@ __device__ void chunk_partial(const float* qh, const Rows& rows, int j0, int j1,
     const float e = exp_canonical(sub_rn(score[j - j0], m));
     sum = add_rn(sum, e);
     const float* vj = rows.v(j);
-    for (int d = 0; d < hd; d++) oc[d] = add_rn(oc[d], mul_rn(e, vj[d]));
+    for (int d = 0; d < hd; d++) oc[d] = fma_rn(e, vj[d], oc[d]);
   }
   ml[0] = m;
   ml[1] = sum;
@@ -147,8 +147,8 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
     const float Mn = mc > M ? mc : M;
     const float a = exp_canonical(sub_rn(M, Mn));
     const float b = exp_canonical(sub_rn(mc, Mn));
-    L = add_rn(mul_rn(L, a), mul_rn(sc, b));
-    O = add_rn(mul_rn(O, a), mul_rn(o[(base + c) * hd + d], b));
+    L = fma_rn(sc, b, mul_rn(L, a));
+    O = fma_rn(o[(base + c) * hd + d], b, mul_rn(O, a));
     M = Mn;
   }
   out[idx] = div_rn(O, L);

@@ -9,10 +9,10 @@
 //   chunks of S = 32 positions aligned to 0: chunk c = [32c, 32c+32) ∩ [0, p];
 //   per chunk, increasing j: m_c = scan max (`if (s > m) m = s` from -inf);
 //     e_j = exp_canonical(sub_rn(score_j, m_c)); s_c = sequential add_rn of e_j;
-//     o_c[d] = sequential add_rn of mul_rn(e_j, v_{j,g}[d]);
+//     o_c[d] = sequential fma_rn(e_j, v_{j,g}[d], o_c[d])  (numerics v2);
 //   merge chunks in increasing c: (M, L, O) = chunk 0; then Mn = max(m_c, M);
-//     a = exp(M - Mn); b = exp(m_c - Mn); L = L*a + s_c*b; O[d] = O[d]*a + o_c[d]*b
-//     (each * and + rounded separately); out[d] = div_rn(O[d], L).
+//     a = exp(M - Mn); b = exp(m_c - Mn); L = fma_rn(s_c, b, mul_rn(L, a));
+//     O[d] = fma_rn(o_c[d], b, mul_rn(O[d], a)); out[d] = div_rn(O[d], L).
 // Prefill and decode are the same kernels: a prefill passes one query per
 // prompt token (its own pos), a decode batch one query per sequence; the K/V
 // of every query must already be stored (kv_store) before attention runs.

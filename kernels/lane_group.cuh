@@ -3,7 +3,7 @@
 // Device helpers for the canonical 16-lane reduction (numerics/numerics.h,
 // dot_canonical / sum_fixed_order): a group of 16 consecutive threads, thread
 // = lane l, lane l accumulates elements k ≡ l (mod 16) in increasing k from
-// +0.0f; the lanes are combined by __shfl_down_sync with offsets 8, 4, 2, 1
+// +0.0f (a dot: one __fmaf_rn per element, numerics v2); the lanes are combined by __shfl_down_sync with offsets 8, 4, 2, 1
 // (lane i += lane i + w), which is exactly lane_tree_reduce. Lane 0 holds the
 // result. Every thread of the warp must call these (full-mask shuffles).
 // ============================================================================
@@ -19,7 +19,7 @@ constexpr int kGroup = oracle::num::kLanes;  // 16 threads per canonical reducti
 // This lane's partial of dot_canonical(a, b, n).
 __device__ __forceinline__ float lane_dot_partial(const float* a, const float* b, int n, int lane) {
   float acc = 0.0f;
-  for (int k = lane; k < n; k += kGroup) acc = oracle::num::add_rn(acc, oracle::num::mul_rn(a[k], b[k]));
+  for (int k = lane; k < n; k += kGroup) acc = oracle::num::fma_rn(a[k], b[k], acc);
   return acc;
 }
 

@@ -85,11 +85,11 @@ struct RowStored {
       case DType::BF16: return bf16_to_f32((uint16_t)(b[0] | (b[1] << 8)));
       case DType::Q4_1: {
         const int q = j < 16 ? b[4 + j] & 0x0F : b[4 + j - 16] >> 4;
-        return add_rn(mul_rn((float)q, fp16_at(b)), fp16_at(b + 2));
+        return fma_rn((float)q, fp16_at(b), fp16_at(b + 2));
       }
       case DType::Q5_0: return mul_rn((float)(q5_value(b + 6, u32_at(b + 2), j) - 16), fp16_at(b));
       case DType::Q5_1:
-        return add_rn(mul_rn((float)q5_value(b + 8, u32_at(b + 4), j), fp16_at(b)), fp16_at(b + 2));
+        return fma_rn((float)q5_value(b + 8, u32_at(b + 4), j), fp16_at(b), fp16_at(b + 2));
       case DType::Q8_1: return mul_rn((float)(int8_t)b[4 + j], fp16_at(b));
       default: return k_quant(b, j);
     }
@@ -102,7 +102,7 @@ struct RowStored {
         const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, half = l / 16;
         const uint8_t sc = b[n * 8 + s * 2 + half];
         const float dl = mul_rn(fp16_at(b + 80), (float)(sc & 0xF)), ml = mul_rn(fp16_at(b + 82), (float)(sc >> 4));
-        return sub_rn(mul_rn(dl, (float)((b[16 + 32 * n + l] >> (2 * s)) & 3)), ml);
+        return fma_rn(dl, (float)((b[16 + 32 * n + l] >> (2 * s)) & 3), -ml);
       }
       case DType::Q3_K: {  // hmask[32] qs[64] scales[12] d
         const int n = j / 128, r = j % 128, s = r / 32, l = r % 32, is = n * 8 + s * 2 + l / 16;
@@ -124,7 +124,7 @@ struct RowStored {
         const uint8_t* qs = b + (five ? 48 : 16) + 32 * g;
         int q = hi ? qs[l] >> 4 : qs[l] & 0xF;
         if (five) q += (b[16 + l] & ((hi ? 2 : 1) << (2 * g))) ? 16 : 0;
-        return sub_rn(mul_rn(d1, (float)q), m1);
+        return fma_rn(d1, (float)q, -m1);
       }
       case DType::Q6_K: {  // ql[128] qh[64] scales[16] d
         const int n = j / 128, r = j % 128, quarter = r / 32, l = r % 32, is = l / 16;
@@ -154,7 +154,7 @@ __global__ void matmul_kernel(Row W, const float* x, float* out, int N, int K, i
   float acc = 0.0f;
   if (valid)
     for (int k = lane; k < K; k += kGroup)
-      acc = oracle::num::add_rn(acc, oracle::num::mul_rn(W.at(i, k), x[t * K + k]));
+      acc = oracle::num::fma_rn(W.at(i, k), x[t * K + k], acc);
   float sum = group_tree_sum(acc);
   if (valid && lane == 0) out[t * N + i] = sum;
 }

@@ -15,21 +15,21 @@
 //            dot_canonical(dequantized row, x, K) bit for bit.
 // Stored types (W.type beyond F32 / Q8_0 / Q4_0): element k of row i is dequantized exactly as
 //            reference/model/quant.cpp dequantize_row (ggml's dequantize_row_*)
-//            computes it, each C expression as its mul_rn/add_rn/sub_rn sequence
-//            left to right (no FMA):
+//            computes it, each C expression as its mul_rn sequence left to right,
+//            an offset added by one fma_rn (numerics v2):
 //            F16 / BF16: fp16_to_f32 / bf16_to_f32 of the element;
-//            Q4_1 {d, m, qs[16]}: q*d + m;  Q5_0 {d, qh[4], qs[16]}: (q - 16)*d;
-//            Q5_1 {d, m, qh[4], qs[16]}: q*d + m (q5: 4 bits of qs, the 5th from qh);
-//            Q8_1 {d, s, qs[32]}: q*d;  Q2_K: (d*(sc & 15))*q - dmin*(sc >> 4);
+//            Q4_1 {d, m, qs[16]}: fma(q, d, m);  Q5_0 {d, qh[4], qs[16]}: (q - 16)*d;
+//            Q5_1 {d, m, qh[4], qs[16]}: fma(q, d, m) (q5: 4 bits of qs, the 5th from qh);
+//            Q8_1 {d, s, qs[32]}: q*d;  Q2_K: fma(d*(sc & 15), q, -(dmin*(sc >> 4)));
 //            Q3_K: (d*(scale6 - 32))*(q2 - (hmask ? 0 : 4));  Q4_K / Q5_K:
-//            (d*sc)*q - dmin*m with get_scale_min_k4 pairs; Q6_K: (d*sc)*(q6 - 32);
+//            fma(d*sc, q, -(dmin*m)) with get_scale_min_k4 pairs; Q6_K: (d*sc)*(q6 - 32);
 //            Q8_K: d*q (float32 d). 32-element blocks; k-quants 256-element super-blocks.
 //            K must be a multiple of the block. The dot is the same canonical one,
 //            so out equals ops::matmul over the dequantized rows bit for bit.
 // Thread mapping: 16 consecutive threads per (row, token) pair, thread = lane
 //            l = k mod 16; 256 threads per block = 16 pairs; pair p = row-major
 //            over (t, i): i = p mod N, t = p / N.
-// Reduction order: lane l sums mul_rn(w[k], x[k]) for k ≡ l (mod 16) in
+// Reduction order: lane l does acc = fma_rn(w[k], x[k], acc) for k ≡ l (mod 16) in
 //            increasing k from +0.0f; lanes combine by __shfl_down_sync
 //            offsets 8, 4, 2, 1 (lane i += lane i + w); lane 0 writes.
 // Matches:   numerics/numerics.h dot_canonical, i.e. the reference matmul

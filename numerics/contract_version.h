@@ -4,5 +4,5 @@
 // the canonical profile changes (golden/ regenerated on purpose); the
 // installed package carries it (LLMOracle_NUMERICS_VERSION, llm_oracle::numerics_version()).
 namespace oracle::num {
-inline constexpr int kNumericsContractVersion = 1;
+inline constexpr int kNumericsContractVersion = 2;
 }  // namespace oracle::num

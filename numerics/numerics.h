@@ -7,9 +7,13 @@
 // Rules every function here obeys:
 //   * float32 operations only (plus float64 in the RoPE-table helpers, which
 //     run once per (position, frequency) and are shared by both pipelines);
-//   * a*b+c is always a rounded multiply followed by a rounded add — built with
-//     -ffp-contract=off on the host and mul_rn/add_rn (__fmul_rn/__fadd_rn) on
-//     the device, never fused;
+//   * numerics v2: every multiply-accumulate of the contract (the dot lanes,
+//     attention's p·v, dequantization with an offset) is one fused
+//     multiply-add, fma_rn (IEEE fusedMultiplyAdd, one rounding); every other
+//     a*b+c stays a rounded multiply then a rounded add (mul_rn/add_rn). No
+//     compiler decides: -ffp-contract=off on the host, every fma written
+//     explicitly (fma_rn, _mm256_fmadd_ps, __fmaf_rn), __fmul_rn/__fadd_rn on
+//     the device (docs/numerics.md §1, the per-op table);
 //   * no libm transcendentals: exp/log/sin/cos are our own polynomials;
 //   * reductions have one fixed order (lane-strided, halving tree), never
 //     dependent on batch size, thread count or vector width.
@@ -57,6 +61,7 @@ ORACLE_HD float div_rn(float a, float b) { return __fdiv_rn(a, b); }
 ORACLE_HD float sqrt_rn(float a) { return __fsqrt_rn(a); }
 ORACLE_HD double dmul_rn(double a, double b) { return __dmul_rn(a, b); }
 ORACLE_HD double dadd_rn(double a, double b) { return __dadd_rn(a, b); }
+ORACLE_HD float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 #else
 ORACLE_HD float mul_rn(float a, float b) { return a * b; }
 ORACLE_HD float add_rn(float a, float b) { return a + b; }
@@ -65,6 +70,10 @@ ORACLE_HD float div_rn(float a, float b) { return a / b; }
 ORACLE_HD float sqrt_rn(float a) { return __builtin_sqrtf(a); }  // IEEE, correctly rounded
 ORACLE_HD double dmul_rn(double a, double b) { return a * b; }
 ORACLE_HD double dadd_rn(double a, double b) { return a + b; }
+// round(a*b + c) with one rounding (IEEE 754 fusedMultiplyAdd). A TU built
+// with -mfma (the SIMD paths) inlines vfmadd; a baseline x86-64 TU calls
+// libm's fmaf, which is exact on every CPU (hardware FMA or software).
+ORACLE_HD float fma_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 #endif
 
 // ---- half / bfloat16 -> float32 (exact) --------------------------------------
@@ -111,8 +120,9 @@ ORACLE_HD uint16_t f32_to_bf16(float f) {
 }
 
 // ---- canonical reductions ------------------------------------------------------
-// kLanes accumulators; element k goes to lane (k mod kLanes), each lane adds its
-// elements in increasing k starting from +0.0f; the lanes are then combined by a
+// kLanes accumulators; element k goes to lane (k mod kLanes), each lane
+// accumulates its elements in increasing k starting from +0.0f (a dot:
+// acc = fma_rn(a[k], b[k], acc); a sum: acc = add_rn(acc, x[k])); the lanes are then combined by a
 // halving tree: for w = 8, 4, 2, 1: lane[i] = lane[i] + lane[i + w] (i < w).
 // A CUDA group of 16 threads reproduces it with thread = lane and
 // __shfl_down_sync offsets 8, 4, 2, 1 (docs/numerics.md, "thread mapping").
@@ -124,14 +134,14 @@ ORACLE_HD float lane_tree_reduce(float* acc) {
   return acc[0];
 }
 
-// dot_canonical(a, b, n) = tree( lane_l = sum_{k ≡ l mod 16, increasing k} round(a[k]*b[k]) )
+// dot_canonical(a, b, n) = tree( lane_l = fma chain over k ≡ l mod 16, increasing k )
 ORACLE_HD float dot_canonical(const float* a, const float* b, int n) {
   float acc[kLanes];
   for (int l = 0; l < kLanes; l++) acc[l] = 0.0f;
   int k = 0;
   for (; k + kLanes <= n; k += kLanes)
-    for (int l = 0; l < kLanes; l++) acc[l] = add_rn(acc[l], mul_rn(a[k + l], b[k + l]));
-  for (int l = 0; k + l < n; l++) acc[l] = add_rn(acc[l], mul_rn(a[k + l], b[k + l]));
+    for (int l = 0; l < kLanes; l++) acc[l] = fma_rn(a[k + l], b[k + l], acc[l]);
+  for (int l = 0; k + l < n; l++) acc[l] = fma_rn(a[k + l], b[k + l], acc[l]);
   return lane_tree_reduce(acc);
 }
 

@@ -44,15 +44,15 @@ void spec_attention(float* out, const float* q, const float* K, const float* V, 
     for (int j = j0; j < j1; j++) {
       const float e = num::exp_canonical(sub_rn(sc[j - j0], m));
       s = add_rn(s, e);
-      for (int d = 0; d < hd; d++) oc[d] = add_rn(oc[d], mul_rn(e, V[(size_t)j * kv_dim + off + d]));
+      for (int d = 0; d < hd; d++) oc[d] = num::fma_rn(e, V[(size_t)j * kv_dim + off + d], oc[d]);
     }
     if (j0 == 0) {
       M = m, L = s, O = oc;
       continue;
     }
     const float Mn = m > M ? m : M, a = num::exp_canonical(sub_rn(M, Mn)), b = num::exp_canonical(sub_rn(m, Mn));
-    L = add_rn(mul_rn(L, a), mul_rn(s, b));
-    for (int d = 0; d < hd; d++) O[d] = add_rn(mul_rn(O[d], a), mul_rn(oc[d], b));
+    L = num::fma_rn(s, b, mul_rn(L, a));
+    for (int d = 0; d < hd; d++) O[d] = num::fma_rn(oc[d], b, mul_rn(O[d], a));
     M = Mn;
   }
   for (int d = 0; d < hd; d++) out[d] = div_rn(O[d], L);

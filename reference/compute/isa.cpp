@@ -75,6 +75,7 @@ std::string missing_feature(Isa isa, const CpuFeatures& f) {
   if (isa == Isa::Scalar) return "";
   if (!f.avx) return "avx";
   if (!f.avx2) return "avx2";
+  if (!f.fma) return "fma";  // numerics v2: the lanes are fused multiply-adds (FMA3)
   if (!f.f16c) return "f16c";
   if (isa == Isa::Avx512 && !f.avx512f) return "avx512f";
   return "";

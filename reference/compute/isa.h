@@ -5,14 +5,16 @@
 // The SIMD kernels (the F32 dot and matmul tiles of ops.cpp, the stored-type
 // matmul of qmatmul.cpp) exist three times, each in its own translation unit
 // compiled with its own flags: isa_scalar.cpp (baseline x86-64, like the rest
-// of the project), isa_avx2.cpp (-mavx2 -mf16c) and isa_avx512.cpp (-mavx512f
-// -mavx2 -mf16c). No TU gets -mfma: numerics v1 has no fused multiply-add.
+// of the project), isa_avx2.cpp (-mavx2 -mfma -mf16c) and isa_avx512.cpp
+// (-mavx512f -mavx2 -mfma -mf16c). Numerics v2: each lane step is one fused
+// multiply-add, so both SIMD paths need the FMA CPUID bit; the scalar path
+// calls num::fma_rn (libm fmaf: exact on any CPU, slower).
 // A table of function pointers per path (Kernels) is chosen once, at the
 // first use, from CPUID (the best path the CPU and OS support) or from
 // $ORACLE_ISA=scalar|avx2|avx512; it is immutable after that.
 //
 // All three paths give identical bits (docs/numerics.md "ISA paths"): the 16
-// canonical lanes (element k in lane k mod 16, increasing k, mul then add)
+// canonical lanes (element k in lane k mod 16, increasing k, one fma each)
 // are one zmm register on AVX-512, two ymm halves (lanes 0..7, 8..15) on AVX2
 // and 16 floats the scalar loops walk; the lane tree is the same adds.
 // ============================================================================
@@ -63,6 +65,10 @@ struct Kernels {
                       int T, int K, int N, int r0, int r1);
   // True when stored_rows decodes `type` in registers (not through a buffer).
   bool (*register_decoder)(DType type);
+  // y[d] = fma_rn(x[d], s, mul_rn(y[d], a)) for d < n (a == 1: fma_rn(x[d], s, y[d]), no
+  // mul) — attention's p·v and chunk merge; every element on its own, so every width
+  // gives the same bits.
+  void (*scale_fma)(float* y, float a, const float* x, float s, int n);
 };
 
 // The table chosen for this process (the first call decides; throws what

@@ -1,7 +1,8 @@
-// The AVX2 path of the dispatch table (isa.h); compiled with -mavx2 -mf16c
-// only (reference/compute/CMakeLists.txt), never -mfma. The 16 canonical
-// lanes are two ymm registers: lo = lanes 0..7, hi = lanes 8..15;
-// _mm256_mul_ps then _mm256_add_ps is exactly mul_rn then add_rn per lane.
+// The AVX2+FMA path of the dispatch table (isa.h); compiled with -mavx2
+// -mfma -mf16c (reference/compute/CMakeLists.txt) and -ffp-contract=off. The
+// 16 canonical lanes are two ymm registers: lo = lanes 0..7, hi = lanes 8..15;
+// _mm256_fmadd_ps is exactly num::fma_rn per lane, _mm256_mul_ps / _add_ps
+// exactly mul_rn / add_rn.
 #include <immintrin.h>
 
 #include "reference/compute/isa_simd.h"
@@ -18,6 +19,9 @@ struct Avx2 {
   static reg add(reg a, reg b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
   static reg mul(reg a, reg b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
   static reg sub(reg a, reg b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+  // a*b + c and a*b - c, one rounding each (num::fma_rn(a, b, c), fma_rn(a, b, -c)).
+  static reg fma(reg a, reg b, reg c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static reg fms(reg a, reg b, reg c) { return {_mm256_fmsub_ps(a.lo, b.lo, c.lo), _mm256_fmsub_ps(a.hi, b.hi, c.hi)}; }
   static reg load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static void store(float* p, reg a) {
     _mm256_storeu_ps(p, a.lo);

@@ -1,7 +1,8 @@
 // The AVX-512 path of the dispatch table (isa.h); compiled with -mavx512f
-// -mavx2 -mf16c only (reference/compute/CMakeLists.txt), never -mfma. The 16
-// canonical lanes are exactly one zmm register: lane l = element l of the
-// 16-element chunk; _mm512_mul_ps then _mm512_add_ps is mul_rn then add_rn.
+// -mavx2 -mfma -mf16c (reference/compute/CMakeLists.txt) and
+// -ffp-contract=off. The 16 canonical lanes are exactly one zmm register:
+// lane l = element l of the 16-element chunk; _mm512_fmadd_ps is num::fma_rn
+// per lane, _mm512_mul_ps / _add_ps are mul_rn / add_rn.
 #include <immintrin.h>
 
 #include "reference/compute/isa_simd.h"
@@ -16,6 +17,9 @@ struct Avx512 {
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+  // a*b + c and a*b - c, one rounding each (num::fma_rn(a, b, c), fma_rn(a, b, -c)).
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg fms(reg a, reg b, reg c) { return _mm512_fmsub_ps(a, b, c); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, reg a) { _mm512_storeu_ps(p, a); }
   static reg i8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)); }

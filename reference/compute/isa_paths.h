@@ -25,5 +25,7 @@ float finish_lanes_f32(float* acc, const float* w, const float* x, int k16, int 
 // The same for a plain stored type (F32/F16/BF16) row: elements k16..k-1 are
 // dequantize_row'd first.
 float finish_lanes_stored(float* acc, DType type, const uint8_t* row, const float* x, int k16, int k);
+// Kernels::scale_fma on elements [d0, n) (the SIMD paths' tails).
+void scale_fma_tail(float* y, float a, const float* x, float s, int d0, int n);
 
 }  // namespace oracle::isa

@@ -1,6 +1,6 @@
 // The scalar path of the dispatch table (isa.h), compiled for baseline
 // x86-64 like the rest of the project: plain loops over the 16 canonical
-// lanes (element k into lane k mod 16, increasing k, mul_rn then add_rn,
+// lanes (element k into lane k mod 16, increasing k, one fma_rn per element,
 // num::lane_tree_reduce). It is also the definition the SIMD paths are
 // tested against, and the tail helpers they call (isa_paths.h).
 #include <algorithm>
@@ -12,23 +12,28 @@
 
 namespace oracle::isa {
 
-using num::add_rn;
-using num::mul_rn;
+using num::fma_rn;
 constexpr int L = num::kLanes;  // 16 canonical lanes
 
 float finish_lanes_f32(float* acc, const float* w, const float* x, int k16, int k) {
-  for (int l = 0; k16 + l < k; l++) acc[l] = add_rn(acc[l], mul_rn(w[k16 + l], x[k16 + l]));
+  for (int l = 0; k16 + l < k; l++) acc[l] = fma_rn(w[k16 + l], x[k16 + l], acc[l]);
   return num::lane_tree_reduce(acc);
 }
 
 float finish_lanes_stored(float* acc, DType type, const uint8_t* row, const float* x, int k16, int k) {
   float w[L];  // (k - k16 < 16) dequantized tail
   dequantize_row(type, row + (int64_t)k16 * dtype_block_bytes(type), k - k16, w);
-  for (int l = 0; k16 + l < k; l++) acc[l] = add_rn(acc[l], mul_rn(w[l], x[k16 + l]));
+  for (int l = 0; k16 + l < k; l++) acc[l] = fma_rn(w[l], x[k16 + l], acc[l]);
   return num::lane_tree_reduce(acc);
 }
 
+void scale_fma_tail(float* y, float a, const float* x, float s, int d0, int n) {
+  for (int d = d0; d < n; d++) y[d] = fma_rn(x[d], s, a == 1.0f ? y[d] : num::mul_rn(y[d], a));
+}
+
 namespace {
+
+void scale_fma_scalar(float* y, float a, const float* x, float s, int n) { scale_fma_tail(y, a, x, s, 0, n); }
 
 // ---- F32 --------------------------------------------------------------------
 // An (R rows) x (T tokens) tile: out[t*ldo + r] for rows w[r*k ..] and tokens
@@ -41,7 +46,7 @@ void tile_scalar(float* out, int ldo, const float* w, const float* x, int k) {
     for (int r = 0; r < R; r++)
       for (int t = 0; t < T; t++)
         for (int l = 0; l < L; l++)
-          acc[r][t][l] = add_rn(acc[r][t][l], mul_rn(w[r * k + kk + l], x[t * k + kk + l]));
+          acc[r][t][l] = fma_rn(w[r * k + kk + l], x[t * k + kk + l], acc[r][t][l]);
   for (int r = 0; r < R; r++)
     for (int t = 0; t < T; t++)
       out[t * ldo + r] = finish_lanes_f32(acc[r][t], w + r * k, x + t * k, k16, k);
@@ -88,7 +93,7 @@ void row_scalar(float* out, int ldo, DType type, const uint8_t* src, const float
     for (int t = 0; t < n_tok; t++)
       for (int64_t j = 0; j < n; j++) {
         int l = (int)((k0 + j) % L);
-        acc[t][l] = add_rn(acc[t][l], mul_rn(buf[j], x[(int64_t)t * k + k0 + j]));
+        acc[t][l] = fma_rn(buf[j], x[(int64_t)t * k + k0 + j], acc[t][l]);
       }
   }
   for (int t = 0; t < n_tok; t++) out[(int64_t)t * ldo] = num::lane_tree_reduce(acc[t]);
@@ -105,7 +110,8 @@ bool stored_rows_scalar(float* out, const float* x, DType type, const uint8_t* w
 
 bool no_register_decoder(DType) { return false; }
 
-constexpr Kernels kScalar{Isa::Scalar, dot_scalar, matmul_rows_scalar, stored_rows_scalar, no_register_decoder};
+constexpr Kernels kScalar{Isa::Scalar,        dot_scalar,          matmul_rows_scalar,
+                          stored_rows_scalar, no_register_decoder, scale_fma_scalar};
 
 }  // namespace
 

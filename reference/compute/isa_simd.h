@@ -8,8 +8,10 @@
 // gets its own copy, so the linker cannot merge an AVX-512 instance into the
 // AVX2 path or the baseline code (isa_paths.h; scripts/isa_check.py).
 //
-// V provides (all per lane, each one IEEE rounding, never fused):
+// V provides (all per lane, each one IEEE rounding; fma/fms are the only
+// fused operations, written where the contract puts them):
 //   using reg;  zero(); set1(float); add(a, b); mul(a, b); sub(a, b);
+//   fma(a, b, c) = num::fma_rn(a, b, c); fms(a, b, c) = num::fma_rn(a, b, -c);
 //   load(const float* 16); store(float* 16, reg);
 //   i8(__m128i) / u8(__m128i): 16 signed / unsigned bytes -> float (exact);
 //   f16(const uint8_t* 32 bytes) (vcvtph2ps, exact); bf16(32 bytes) (bits << 16);
@@ -19,7 +21,8 @@
 // D::kBytes bytes) into float32 chunks of 16 consecutive elements, calling
 // emit(c, lanes) for chunk c = 0, 1, ... in increasing element order. Each
 // element is computed with the operations of quant.cpp's dequant_* in their
-// order (cvt is exact for these small integers; one rounding per mul/add/sub).
+// order (cvt is exact for these small integers; one rounding per mul, and per
+// fma where an offset is added: fma(q, d, m), fma(d, q, -m)).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -51,15 +54,15 @@ template <class V, class F>
 inline void emit_scaled_i8(F& emit, int c, __m128i q, typename V::reg d) {
   emit(c, V::mul(V::i8(q), d));
 }
-// Unsigned q: (float)q * d + m.
+// Unsigned q: fma((float)q, d, m).
 template <class V, class F>
 inline void emit_affine_u8(F& emit, int c, __m128i q, typename V::reg d, typename V::reg m) {
-  emit(c, V::add(V::mul(V::u8(q), d), m));
+  emit(c, V::fma(V::u8(q), d, m));
 }
-// Unsigned q: d * (float)q - m  (k-quants: dl * q - ml).
+// Unsigned q: fma(d, (float)q, -m)  (k-quants: dl * q - ml, one rounding).
 template <class V, class F>
 inline void emit_kquant_u8(F& emit, int c, __m128i q, typename V::reg d, typename V::reg m) {
-  emit(c, V::sub(V::mul(d, V::u8(q)), m));
+  emit(c, V::fms(d, V::u8(q), m));
 }
 
 template <class V>
@@ -102,7 +105,7 @@ struct DecQ4_0 {  // (float)(q - 8) * d; chunk 0 = low nibbles, chunk 1 = high n
 };
 
 template <class V>
-struct DecQ4_1 {  // (float)q * d + m
+struct DecQ4_1 {  // fma((float)q, d, m)
   static constexpr int kElems = 32, kBytes = 20;
   template <class F> static void block(const uint8_t* b, F&& emit) {
     const auto d = V::set1(half(b)), m = V::set1(half(b + 2));
@@ -136,7 +139,7 @@ struct DecQ5_0 {  // (float)((nibble | bit << 4) - 16) * d
 };
 
 template <class V>
-struct DecQ5_1 {  // (float)(nibble | bit << 4) * d + m
+struct DecQ5_1 {  // fma((float)(nibble | bit << 4), d, m)
   static constexpr int kElems = 32, kBytes = 24;
   template <class F> static void block(const uint8_t* b, F&& emit) {
     const auto d = V::set1(half(b)), m = V::set1(half(b + 2));
@@ -165,7 +168,7 @@ inline void kquant_pair(const uint8_t* scales, int g, float d, float dmin, float
 }
 
 template <class V>
-struct DecQ4_K {  // per 32: d1 * (float)nibble - m1
+struct DecQ4_K {  // per 32: fma(d1, (float)nibble, -m1)
   static constexpr int kElems = 256, kBytes = 144;
   template <class F> static void block(const uint8_t* b, F&& emit) {
     const float d = half(b), dmin = half(b + 2);
@@ -189,7 +192,7 @@ inline __m128i bit16(__m128i qh, int bit) {  // (qh & (1 << bit)) ? 16 : 0
 }
 
 template <class V>
-struct DecQ5_K {  // per 32: d1 * (float)(nibble + (qh bit ? 16 : 0)) - m1
+struct DecQ5_K {  // per 32: fma(d1, (float)(nibble + (qh bit ? 16 : 0)), -m1)
   static constexpr int kElems = 256, kBytes = 176;
   template <class F> static void block(const uint8_t* b, F&& emit) {
     const float d = half(b), dmin = half(b + 2);
@@ -256,7 +259,7 @@ void tile_f32(float* out, int ldo, const float* w, const float* x, int k) {
     for (int r = 0; r < R; r++) {
       _mm_prefetch((const char*)(w + r * k + kk + 128), _MM_HINT_T0);  // 512 bytes ahead
       const auto wv = V::load(w + r * k + kk);
-      for (int t = 0; t < T; t++) acc[r][t] = V::add(acc[r][t], V::mul(wv, V::load(x + t * k + kk)));
+      for (int t = 0; t < T; t++) acc[r][t] = V::fma(wv, V::load(x + t * k + kk), acc[r][t]);
     }
   for (int r = 0; r < R; r++)
     for (int t = 0; t < T; t++) {
@@ -310,7 +313,7 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
       D::block(w + r * row_bytes + (int64_t)blk * D::kBytes, [&](int c, typename V::reg wv) {
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++)
-          acc[r][t] = V::add(acc[r][t], V::mul(wv, V::load(xb + (int64_t)t * k + 16 * c)));
+          acc[r][t] = V::fma(wv, V::load(xb + (int64_t)t * k + 16 * c), acc[r][t]);
       });
   }
   const int k16 = nb * D::kElems;
@@ -389,9 +392,21 @@ inline bool register_decoder(DType t) {
   }
 }
 
+// y[d] = fma(x[d], s, y[d] * a) (a == 1: fma(x[d], s, y[d])), 16 elements at a time.
+template <class V>
+void scale_fma(float* y, float a, const float* x, float s, int n) {
+  const auto av = V::set1(a), sv = V::set1(s);
+  const int n16 = n - n % kL;
+  for (int d = 0; d < n16; d += kL) {
+    const auto yv = a == 1.0f ? V::load(y + d) : V::mul(V::load(y + d), av);
+    V::store(y + d, V::fma(V::load(x + d), sv, yv));
+  }
+  scale_fma_tail(y, a, x, s, n16, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
-  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder};
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>};
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace oracle::ops {
 
 using num::add_rn;
 using num::div_rn;
+using num::fma_rn;
 using num::mul_rn;
 using num::sub_rn;
 
@@ -26,7 +27,7 @@ void matmul(float* out, const float* x, const float* w, int T, int K, int N,
     for (int t = 0; t < T; t++)
       for (int i = 0; i < N; i++) {
         float acc = 0.0f;
-        for (int j = 0; j < K; j++) acc = add_rn(acc, mul_rn(w[(long)i * K + j], x[(long)t * K + j]));
+        for (int j = 0; j < K; j++) acc = fma_rn(w[(long)i * K + j], x[(long)t * K + j], acc);
         out[(long)t * N + i] = acc;
       }
     return;
@@ -91,13 +92,14 @@ void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_
     if (score[j - j0] > mc) mc = score[j - j0];
   }
   if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
+  const auto pv = isa::kernels().scale_fma;  // elementwise fma (SIMD width changes no bit)
   float sum = 0.0f;
   for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
   for (int j = j0; j < j1; j++) {
     float e = num::exp_canonical(sub_rn(score[j - j0], mc));
     sum = add_rn(sum, e);
     const float* v = kv.values[j] + kv.offset;
-    for (int d = 0; d < head_dim; d++) o[d] = add_rn(o[d], mul_rn(e, v[d]));
+    pv(o, 1.0f, v, e, head_dim);  // p·v: o[d] = fma_rn(v[d], e, o[d]), one fma per term
   }
   *m = mc;
   *s = sum;
@@ -117,8 +119,9 @@ void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head
     }
     float Mn = mc > M ? mc : M;
     float a = num::exp_canonical(sub_rn(M, Mn)), b = num::exp_canonical(sub_rn(mc, Mn));
-    Lsum = add_rn(mul_rn(Lsum, a), mul_rn(sc, b));
-    for (int d = 0; d < head_dim; d++) out[d] = add_rn(mul_rn(out[d], a), mul_rn(o_chunk[d], b));
+    // rescale the running value (one mul), accumulate the chunk (one fma)
+    Lsum = fma_rn(sc, b, mul_rn(Lsum, a));
+    isa::kernels().scale_fma(out, a, o_chunk, b, head_dim);  // out[d] = fma_rn(o_chunk[d], b, mul_rn(out[d], a))
     M = Mn;
   }
   const float l_inv = div_rn(1.0f, Lsum);  // ggml: S_inv = 1.0f / S, then V *= S_inv

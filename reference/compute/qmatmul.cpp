@@ -16,8 +16,7 @@
 
 namespace oracle::ops {
 
-using num::add_rn;
-using num::mul_rn;
+using num::fma_rn;
 
 namespace {
 
@@ -59,7 +58,7 @@ void faulty_sequential(const MatmulJob& j, const float* x, int T, int K) {
     dequantize_row(j.w.type, j.w.data + i * rb, K, row.data());
     for (int t = 0; t < T; t++) {
       float acc = 0.0f;
-      for (int e = 0; e < K; e++) acc = add_rn(acc, mul_rn(row[e], x[(int64_t)t * K + e]));
+      for (int e = 0; e < K; e++) acc = fma_rn(row[e], x[(int64_t)t * K + e], acc);
       j.out[(int64_t)t * j.n_out + i] = acc;
     }
   }

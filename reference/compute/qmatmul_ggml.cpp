@@ -136,8 +136,8 @@ float dot_blocks32(const LevelRow& w, const Act* a, int nb) {
     const int b = reversed ? nb - 1 - i : i;
     const float isum = (float)dot_i8(&w.lv[(size_t)b * QK4_0], a[b].qs, QK4_0);
     const float dd = num::mul_rn(w.d[b], num::fp16_to_f32(a[b].d));
-    acc = std::fma(dd, isum, acc);
-    if constexpr (std::is_same_v<Act, BlockQ8_1>) min = std::fma(w.m[b], num::fp16_to_f32(a[b].s), min);
+    acc = num::fma_rn(dd, isum, acc);
+    if constexpr (std::is_same_v<Act, BlockQ8_1>) min = num::fma_rn(w.m[b], num::fp16_to_f32(a[b].s), min);
   }
   if constexpr (std::is_same_v<Act, BlockQ8_1>) return num::add_rn(acc, min);
   return acc;
@@ -155,8 +155,8 @@ float dot_blocks_k(const LevelRow& w, const BlockQ8_K* a, int nb) {
       isum += (int32_t)w.sc[i] * dot_i8(&w.lv[(size_t)i * 16], a[b].qs + 16 * s, 16);
       imin += (int32_t)w.mn[i] * (int32_t)a[b].bsums[s];
     }
-    acc = std::fma(num::mul_rn(w.d[b], a[b].d), (float)isum, acc);
-    if (w.has_min) min = std::fma(num::mul_rn(w.m[b], a[b].d), (float)imin, min);
+    acc = num::fma_rn(num::mul_rn(w.d[b], a[b].d), (float)isum, acc);
+    if (w.has_min) min = num::fma_rn(num::mul_rn(w.m[b], a[b].d), (float)imin, min);
   }
   return num::sub_rn(acc, min);
 }

@@ -6,7 +6,7 @@
 //   matmul against a quantized weight: each activation row x (K) is quantized
 //   to the weight type's ggml dot partner (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
 //   Q4_1/Q5_1, Q8_K for the k-quants), each block's integer dot is exact, and
-//   the blocks are combined in increasing order with std::fma:
+//   the blocks are combined in increasing order with num::fma_rn (one rounding):
 //     acc = fma(d_w[b] * d_x[b], (float)isum[b], acc)      (d_w·d_x one rounded mul)
 //     min = fma(m_w[b] * s_x[b] ..., min)                  (types with a min)
 //     out = acc + min  (Q4_1, Q5_1)   or   acc - min  (k-quants)

@@ -1,6 +1,9 @@
 // Exact dequantization of ggml's block formats (ggml-quants.c, dequantize_row_*).
-// Each value is computed with the same float32 operations in the same order as
-// ggml's reference C code, with no fused multiply-add (-ffp-contract=off).
+// Each value is computed with the float32 operations of ggml's reference C code
+// in its order; numerics v2 (docs/numerics.md §5.1): a quant times a scale plus
+// an offset is one fused multiply-add, written explicitly (num::fma_rn:
+// fma(q, d, m) for Q4_1/Q5_1, fma(dl, q, -ml) for Q2_K/Q4_K/Q5_K); every
+// other step is one rounded mul (-ffp-contract=off: no compiler fuses).
 #include "reference/model/quant.h"
 #include "reference/model/quant_bits.h"
 
@@ -71,8 +74,8 @@ void dequant_q4_1(const uint8_t* src, int64_t nb, float* y) {
     BlockQ4_1 b = load_block<BlockQ4_1>(src, i);
     const float d = num::fp16_to_f32(b.d), m = num::fp16_to_f32(b.m);
     for (int j = 0; j < QK4_0 / 2; j++) {
-      y[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
-      y[j + QK4_0 / 2] = static_cast<float>(b.qs[j] >> 4) * d + m;
+      y[j] = num::fma_rn(static_cast<float>(b.qs[j] & 0x0F), d, m);
+      y[j + QK4_0 / 2] = num::fma_rn(static_cast<float>(b.qs[j] >> 4), d, m);
     }
   }
 }
@@ -93,7 +96,7 @@ void dequant_q5_1(const uint8_t* src, int64_t nb, float* y) {
     const float d = num::fp16_to_f32(b.d), m = num::fp16_to_f32(b.m);
     int q[QK4_0];
     q5_values(b.qs, b.qh, q);
-    for (int j = 0; j < QK4_0; j++) y[j] = static_cast<float>(q[j]) * d + m;
+    for (int j = 0; j < QK4_0; j++) y[j] = num::fma_rn(static_cast<float>(q[j]), d, m);
   }
 }
 
@@ -127,7 +130,7 @@ void dequant_q2_k(const uint8_t* src, int64_t nb, float* y) {
           uint8_t sc = b.scales[is++];
           const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
           for (int l = 0; l < 16; l++)
-            *y++ = dl * static_cast<float>((q[l + 16 * half] >> shift) & 3) - ml;
+            *y++ = num::fma_rn(dl, static_cast<float>((q[l + 16 * half] >> shift) & 3), -ml);
         }
       }
     }
@@ -168,8 +171,8 @@ void dequant_q4_k(const uint8_t* src, int64_t nb, float* y) {
       const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
       scale_min_k4(is + 1, b.scales, &sc, &m);
       const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-      for (int l = 0; l < 32; l++) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; l++) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+      for (int l = 0; l < 32; l++) *y++ = num::fma_rn(d1, static_cast<float>(q[l] & 0xF), -m1);
+      for (int l = 0; l < 32; l++) *y++ = num::fma_rn(d2, static_cast<float>(q[l] >> 4), -m2);
     }
   }
 }
@@ -187,9 +190,9 @@ void dequant_q5_k(const uint8_t* src, int64_t nb, float* y) {
       scale_min_k4(is + 1, b.scales, &sc, &m);
       const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
       for (int l = 0; l < 32; l++)
-        *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
+        *y++ = num::fma_rn(d1, static_cast<float>((ql[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)), -m1);
       for (int l = 0; l < 32; l++)
-        *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - m2;
+        *y++ = num::fma_rn(d2, static_cast<float>((ql[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)), -m2);
       u1 = static_cast<uint8_t>(u1 << 2);
       u2 = static_cast<uint8_t>(u2 << 2);
     }

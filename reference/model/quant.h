@@ -3,8 +3,10 @@
 // Weight storage types: block layouts of ggml's quantizations (exactly as
 // ggml-common.h defines them) and exact dequantization to float32.
 // Every block stores its scales as fp16 (or fp32 for Q8_K); a dequantized value
-// is d * q (or d * q - m), computed in float32 with the operation order ggml's
-// reference dequantize_row_* uses, so results match ggml bit for bit.
+// is d * q, or with an offset one fused multiply-add (numerics v2: fma(q, d, m),
+// fma(d, q, -m)), in the operation order of ggml's reference dequantize_row_*;
+// without an offset the results match ggml bit for bit, with one they match an
+// FMA build of ggml (docs/numerics.md §5.1).
 // I8_ROW is project-specific: per row one float32 scale, then int8 values.
 // ============================================================================
 #include <cstdint>

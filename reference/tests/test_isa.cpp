@@ -160,6 +160,22 @@ TEST_CASE("isa: dot of every SIMD path equals the scalar path's", "[isa]") {
   }
 }
 
+TEST_CASE("isa: scale_fma (attention p·v, merge) of every path is fma_rn(x, s, y * a) per element", "[isa]") {
+  std::mt19937 rng(9);
+  for (Isa p : isa::available_isas())
+    for (bool special : {false, true})
+      for (int n : {0, 1, 7, 15, 16, 17, 33, 64, 100, 129})
+        for (float a : {1.0f, 0.75f, 3.0e-3f}) {
+          auto x = values(rng, n, special), y = values(rng, n, special);
+          const float s = special ? pick(rng, true) : pick(rng, false);
+          std::vector<float> got = y, want(n);
+          isa::kernels_for(p).scale_fma(got.data(), a, x.data(), s, n);
+          for (int d = 0; d < n; d++) want[d] = std::fma(x[d], s, a == 1.0f ? y[d] : y[d] * a);  // -ffp-contract=off
+          INFO(isa::isa_name(p) << " n=" << n << " a=" << a << " special=" << special);
+          CHECK(first_mismatch(got, want) == "");
+        }
+}
+
 TEST_CASE("isa: matmul_rows_f32 of every SIMD path equals the scalar path's", "[isa]") {
   const isa::Kernels& ref = isa::kernels_for(Isa::Scalar);
   for (Isa p : simd_paths()) {
@@ -234,6 +250,11 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
   no_f16c.f16c = false;  // the AVX2 path converts fp16 scales with F16C
   CHECK(isa::missing_feature(Isa::Avx2, no_f16c) == "f16c");
   CHECK(isa::best_isa(no_f16c) == Isa::Scalar);
+  isa::CpuFeatures no_fma = avx512;
+  no_fma.fma = false;  // numerics v2: both SIMD paths' lanes are fused multiply-adds (FMA3)
+  CHECK(isa::missing_feature(Isa::Avx2, no_fma) == "fma");
+  CHECK(isa::missing_feature(Isa::Avx512, no_fma) == "fma");
+  CHECK(isa::best_isa(no_fma) == Isa::Scalar);
   try {
     isa::choose_isa("avx512", avx2);
     FAIL("an unavailable path was accepted");

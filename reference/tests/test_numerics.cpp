@@ -96,7 +96,7 @@ TEST_CASE("dot_canonical follows the documented lane/tree order", "[numerics]") 
     std::vector<float> a(n), b(n);
     for (int k = 0; k < n; k++) a[k] = dist(rng) * std::ldexp(1.0f, k % 13), b[k] = dist(rng);
     float lanes[16] = {0};
-    for (int k = 0; k < n; k++) lanes[k % 16] = lanes[k % 16] + a[k] * b[k];
+    for (int k = 0; k < n; k++) lanes[k % 16] = std::fma(a[k], b[k], lanes[k % 16]);  // v2: one fma per element
     for (int w = 8; w >= 1; w /= 2)
       for (int i = 0; i < w; i++) lanes[i] = lanes[i] + lanes[i + w];
     CHECK(dot_canonical(a.data(), b.data(), n) == lanes[0]);

@@ -229,8 +229,8 @@ TEST_CASE("attention merges chunks of 32 in the spec's order", "[ops][attention]
     ops::attention_chunk(a.q.data(), rows, c * 32, std::min(n_pos, c * 32 + 32), hd, &mc, &sc, oc.data());
     if (c == 0) { M = mc; Ls = sc; O = oc; continue; }
     float Mn = mc > M ? mc : M, x = num::exp_canonical(M - Mn), y = num::exp_canonical(mc - Mn);
-    Ls = Ls * x + sc * y;
-    for (int d = 0; d < hd; d++) O[d] = O[d] * x + oc[d] * y;
+    Ls = std::fma(sc, y, Ls * x);  // numerics v2: rescale (mul), accumulate the chunk (one fma)
+    for (int d = 0; d < hd; d++) O[d] = std::fma(oc[d], y, O[d] * x);
     M = Mn;
   }
   for (int d = 0; d < hd; d++) O[d] = O[d] / Ls;
@@ -254,7 +254,7 @@ TEST_CASE("attention chunk partials are sequential sums of exp(score - max)", "[
   for (int j = 3; j < 20; j++) {
     float e = num::exp_canonical(score[j - 3] - mx);
     sum += e;
-    for (int d = 0; d < hd; d++) oo[d] += e * a.v[(size_t)j * 32 + 16 + d];
+    for (int d = 0; d < hd; d++) oo[d] = std::fma(e, a.v[(size_t)j * 32 + 16 + d], oo[d]);  // v2: one fma
   }
   CHECK(num::f32_bits(m) == num::f32_bits(mx));
   CHECK(num::f32_bits(s) == num::f32_bits(sum));

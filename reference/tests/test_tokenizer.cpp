@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -66,7 +67,9 @@ Tokenizer llama2c_tokenizer(const std::string& rel, int n_vocab) {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("oracle_test_tokenizer_" + name)).string();
+  // the process id: concurrent runs (other worktrees, ctest -j) must not share a file
+  const std::string file = "oracle_test_tokenizer_" + std::to_string(getpid()) + "_";
+  return (std::filesystem::temp_directory_path() / (file + name)).string();
 }
 
 template <class F>

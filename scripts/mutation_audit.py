@@ -15,12 +15,15 @@ written with spaces around them, the project's style, so `vector<int>` or `->` n
   condition    `if (C)` -> `if (!(C))` (single-line conditions)
   swap         the two arguments of std::min / std::max / a two-argument call `f(a, b)` with
                plain identifiers
-Sites are collected from every .cpp/.cu file of --folder (headers with --headers; not tests/), sampled with
+Sites are collected from every .cpp/.cu file of --folder (headers with --headers; not tests/), or only
+from the files --files names (globs inside --folder, each optionally FILE:A-B for lines A..B only, e.g. --folder tools
+--files "shard.cpp cmd_merge.cpp cmd_replay.cpp:188-216"), sampled with
 --seed, and applied one at a time to the working tree, each restored (byte for byte, checked)
 before the next, also on Ctrl-C. A mutant that does not compile is reported `invalid`; one
 whose tests all pass `survived` (file:line, the mutation); otherwise `killed`.
 """
 import argparse
+import glob
 import json
 import os
 import random
@@ -106,8 +109,17 @@ def sites_of(path, rel):
     return out
 
 
-def collect(repo, folder, headers):
+def collect(repo, folder, headers, files=None):
+    """Sites of every source file under folder, or only of the named files (globs, relative to folder)."""
     sites = []
+    if files:
+        for spec in files:
+            pat, _, span = spec.partition(":")  # FILE or FILE:A-B (lines A..B only)
+            lo, _, hi = span.partition("-")
+            for p in sorted(glob.glob(os.path.join(repo, folder, pat))):
+                sites += [s for s in sites_of(p, os.path.relpath(p, repo))
+                          if not span or int(lo) <= s["line"] <= int(hi)]
+        return sites
     base = os.path.join(repo, folder)
     for d, dirs, files in os.walk(base):
         dirs[:] = sorted(x for x in dirs if x != "tests")
@@ -153,15 +165,18 @@ def main():
     ap.add_argument("--tests", required=True, help="ctest -R regex")
     ap.add_argument("--build", default="build")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per ctest run")
+    ap.add_argument("--stop-on-failure", action="store_true",
+                    help="ctest --stop-on-failure: a mutant is killed at its first failing test (faster)")
     ap.add_argument("--md")
     ap.add_argument("--json")
     ap.add_argument("--list", action="store_true", help="only list the sampled mutants")
+    ap.add_argument("--files", help="only these files of --folder (space-separated globs, FILE:A-B for a line range)")
     ap.add_argument("--headers", action="store_true", help="mutate headers too (rebuilds much more)")
     ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests)")
     a = ap.parse_args()
     repo = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    sites = collect(repo, a.folder, a.headers)
+    sites = collect(repo, a.folder, a.headers, a.files.split() if a.files else None)
     rng = random.Random(a.seed)
     sample = rng.sample(sites, min(a.count, len(sites)))
     if a.rerun:
@@ -200,7 +215,8 @@ def main():
                 if rc != 0:
                     status = "invalid"
                 else:
-                    rc, out = run(["ctest", "--test-dir", a.build, "-R", a.tests, "--timeout", str(a.timeout)],
+                    rc, out = run(["ctest", "--test-dir", a.build, "-R", a.tests, "--timeout", str(a.timeout)] +
+                                  (["--stop-on-failure"] if a.stop_on_failure else []),
                                   a.timeout * 4, repo)
                     status = "survived" if rc == 0 else "killed"
             finally:

@@ -243,6 +243,10 @@ TEST_CASE("certify rejects incomparable models and short corpora, naming the fie
   o.ctx = 100000;
   require_field([&] { certify(ref, ref, "Once upon a time.", o); }, "ctx");
   require_field([&] { parse_protocol("perplexity"); }, "protocol");
+  // The library's own checks (the CLI's range check is not the only guard): --threads >= 1.
+  o = short_run("full", 1);
+  o.threads = 0;
+  require_field([&] { certify(ref, ref, "Once upon a time, there was a little girl named Lily.", o); }, "threads");
 }
 
 TEST_CASE("thresholds: JSON overrides, unknown metrics rejected") {

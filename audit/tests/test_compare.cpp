@@ -80,6 +80,19 @@ TEST_CASE("a planted one-ULP change is found at exactly its step") {
     CHECK(c.per_step[step].stats.first_diff == 123);
     CHECK(c.pass);  // one ULP is far inside every threshold
   }
+  // --max-ulp 0 with one-ULP changes planted at steps 0, 7 and 15: each is a failure, the
+  // first failing step is 0 (not a later one), one message per failing step.
+  std::vector<float> got = r.logits;
+  for (int step : {0, 7, 15}) {
+    float& x = got[(size_t)step * r.vocab + 123];
+    x = std::nextafter(x, INFINITY);
+  }
+  CompareThresholds t;
+  t.max_ulp = 0;
+  const LogitsComparison c = compare_logit_rows(r.logits, got, 16, r.vocab, r.tokens, t);
+  CHECK_FALSE(c.pass);
+  CHECK(c.first_failure == 0);
+  CHECK(c.failures.size() == 3);
 }
 
 TEST_CASE("an argmax swap at a near-tie is a tie; with a real margin it is a failure") {

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -50,7 +51,9 @@ const Fixture& fx() {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("oracle_test_replay_" + name)).string();
+  // the process id: concurrent runs (other worktrees, ctest -j) must not share a file
+  const std::string file = "oracle_test_replay_" + std::to_string(getpid()) + "_";
+  return (std::filesystem::temp_directory_path() / (file + name)).string();
 }
 
 std::vector<LogLine> to_lines(const std::vector<std::string>& texts) {
@@ -382,6 +385,12 @@ TEST_CASE("the strict reader names the line and the field", "[replay]") {
   j = good;
   j["sampler"].erase("seed");
   CHECK(error_of(j) == "sampler.seed");
+  j = good;  // the sampler's own parser names the key; the reader puts it under the log's line
+  j["sampler"]["preset"] = "bogus";
+  CHECK(error_of(j) == "sampler.preset");
+  j = good;
+  j["sampler"]["order"] = json::array();
+  CHECK(error_of(j) == "sampler.order");
   j = good;
   j["steps"][0]["logprobs"]["raw"]["rank"] = 1.5;
   CHECK(error_of(j) == "steps[0].logprobs.raw.rank");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -66,7 +67,9 @@ Tokenizer llama2c_tokenizer(const std::string& rel, int n_vocab) {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("oracle_test_tokenizer_" + name)).string();
+  // the process id: concurrent runs (other worktrees, ctest -j) must not share a file
+  const std::string file = "oracle_test_tokenizer_" + std::to_string(getpid()) + "_";
+  return (std::filesystem::temp_directory_path() / (file + name)).string();
 }
 
 template <class F>
@@ -139,6 +142,22 @@ TEST_CASE("a truncated tokenizer.bin is an InputError naming the record") {
   require_input_error([&] { load_llama2c_tokenizer(path, 512); }, "file", path);
 }
 
+TEST_CASE("a tokenizer.bin whose last record is an empty piece loads (llama2.c reads len 0)") {
+  // llama2.c's build_tokenizer: per record fread(score), fread(len), fread(len bytes): a
+  // record of length 0 is 8 bytes, and one ending the file is complete (mutation audit).
+  std::string data = slurp(fixture("stories260K/tok512.bin"));
+  const float score = -1.5f;
+  const int32_t len = 0;
+  data.append(reinterpret_cast<const char*>(&score), 4).append(reinterpret_cast<const char*>(&len), 4);
+  std::string path = temp_path("empty_last.bin");
+  std::ofstream(path, std::ios::binary) << data;
+  Vocab v = load_llama2c_tokenizer(path, 513);
+  CHECK(v.tokens.size() == 513);
+  CHECK(v.tokens.back().empty());
+  CHECK(v.scores.back() == score);
+  std::filesystem::remove(path);
+}
+
 // ---- SentencePiece encoding -----------------------------------------------------------------
 TEST_CASE("'Once upon a time' encodes to llama2.c's prompt ids") {
   std::istringstream ids(slurp(fixture("stories260K/expected_greedy_once_upon_a_time_200steps.ids.txt")));
@@ -203,6 +222,11 @@ TEST_CASE("token_bytes: byte fallback, U+2581, leading space after BOS, control 
   CHECK(tok.token_bytes(403, 2).empty());
   CHECK(tok.token_bytes(403, 0) == "\xE2\x96\x85");  // <unk> as llama.cpp prints it
   CHECK(tok.decode({1, 403, 407, 3 + 0xE2, 3 + 0x82, 3 + 0xAC}) == "Once upon\xE2\x82\xAC");
+  // Without BOS the first piece's dummy prefix is dropped too: sentencepiece's DecodeIds
+  // ("\u2581Once\u2581upon" -> "Once upon") and llama.cpp's detokenize (remove_space =
+  // add_space_prefix for the first token). After <unk> (id 0) it is kept: not the start.
+  CHECK(tok.decode({403, 407}) == "Once upon");
+  CHECK(tok.decode({0, 403}) == "\xE2\x96\x85 Once");
 }
 
 TEST_CASE("the synthetic byte-level vocabulary round-trips and merges its pieces") {

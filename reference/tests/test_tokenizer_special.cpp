@@ -84,6 +84,67 @@ TEST_CASE("SmolLM2 metadata: no BOS, no space prefix, ChatML control tokens, EOG
   CHECK(tok.encode("<|im_start|>", EncodeOptions{false, false, false}).size() > 1);
 }
 
+// ggml-vocab-gpt-2 (50257 tokens) with `extra` appended as control tokens (GGUF type 3),
+// as a converter writes a model's added special tokens: ids 50257, 50258, ...
+static Tokenizer gpt2_plus(const std::vector<std::string>& extra, int eos_extra = -1) {
+  Vocab v = load_gguf_vocab(test::fixture("vocab-only/ggml-vocab-gpt-2.gguf"));
+  REQUIRE(v.tokens.size() == 50257);
+  for (const std::string& t : extra) {
+    v.tokens.push_back(t);
+    if (!v.token_types.empty()) v.token_types.push_back(3);
+    if (!v.scores.empty()) v.scores.push_back(0.0f);
+  }
+  if (eos_extra >= 0) v.eos_id = 50257 + eos_extra;
+  return Tokenizer(v);
+}
+
+TEST_CASE("llama.cpp's two end-of-generation exceptions: <|end|> of o200k_harmony / solar-open, </s> of gemma4 / plamo") {
+  // llama_vocab::impl::load (llama-cpp-python 0.3.36, vendor/llama.cpp/src/llama-vocab.cpp,
+  // after the EOG sanity checks): <|end|> leaves the EOG set and becomes USER_DEFINED when the
+  // set also holds <|return|> and <|call|>/<|calls|>, or <|call|>/<|calls|> and <|flush|>;
+  // </s> leaves it and becomes NORMAL when the set holds <|tool_response> or <|plamo:eos|>.
+  // A user-defined token is split out even without special parsing and prints its text; a
+  // normal one is never split out as a special token and prints its text.
+  const EncodeOptions plain{false, false, false}, special{false, false, true};
+  for (const auto& extra : {W{"<|end|>", "<|return|>", "<|call|>"}, W{"<|end|>", "<|calls|>", "<|flush|>"},
+                            W{"<|end|>", "<|return|>", "<|calls|>"}, W{"<|end|>", "<|call|>", "<|flush|>"}}) {
+    INFO(extra[1] << " " << extra[2]);
+    const Tokenizer tok = gpt2_plus(extra);
+    CHECK_FALSE(tok.is_eog(50257));
+    CHECK(tok.is_eog(50258));
+    CHECK(tok.is_eog(50259));
+    CHECK(tok.encode("<|end|>", plain) == std::vector<int>{50257});
+    CHECK(tok.token_bytes(-1, 50257) == "<|end|>");
+  }
+  for (const auto& extra : {W{"<|end|>", "<|call|>"}, W{"<|end|>", "<|return|>", "<|flush|>"}, W{"<|end|>"}}) {
+    INFO(extra.size());
+    const Tokenizer tok = gpt2_plus(extra);
+    CHECK(tok.is_eog(50257));  // neither condition holds: <|end|> stays an EOG control token
+    CHECK(tok.encode("<|end|>", plain) != std::vector<int>{50257});
+    CHECK(tok.encode("<|end|>", special) == std::vector<int>{50257});
+    CHECK(tok.token_bytes(-1, 50257).empty());
+  }
+  for (int plamo = 0; plamo < 2; plamo++) {
+    const Tokenizer tok = plamo ? gpt2_plus({"</s>", "<|plamo:eos|>"}, 1) : gpt2_plus({"</s>", "<|tool_response>"});
+    CHECK_FALSE(tok.is_eog(50257));
+    CHECK(tok.is_eog(50258));
+    CHECK(tok.encode("</s>", special) != std::vector<int>{50257});
+    CHECK(tok.token_bytes(-1, 50257) == "</s>");
+  }
+  const Tokenizer paddle = gpt2_plus({"</s>"});  // paddleocr: </s> alone ends generation
+  CHECK(paddle.is_eog(50257));
+  CHECK(paddle.encode("</s>", special) == std::vector<int>{50257});
+}
+
+TEST_CASE("no end-of-turn text: eot_id and eom_id stay -1 (llama.cpp's LLAMA_TOKEN_NULL)") {
+  // llama_vocab_eot() / llama_vocab_eom() return LLAMA_TOKEN_NULL (-1) when neither the file
+  // nor any candidate text names one; Llama 2's SentencePiece vocabulary has none.
+  const Tokenizer tok(load_gguf_vocab(test::fixture("vocab-only/ggml-vocab-llama-spm.gguf")));
+  CHECK(tok.vocab().eot_id == -1);
+  CHECK(tok.vocab().eom_id == -1);
+  CHECK(tok.eog_ids() == std::vector<int>{2});  // </s>, EOS (data/tokdiff/llama-spm.jsonl: eog [2])
+}
+
 TEST_CASE("add_bos_token / add_eos_token / pre-tokenizer default BOS are honoured") {
   Vocab v = load_gguf_vocab(test::fixture("vocab-only/ggml-vocab-gpt-2.gguf"));
   CHECK_FALSE(v.add_bos_explicit);
@@ -167,13 +228,25 @@ TEST_CASE("split regex: leftmost-first alternation, greedy backtracking, lookahe
   CHECK(split("x", "").empty());
 }
 
+TEST_CASE("split regex: bounded repeats of groups and multi-digit bounds (PCRE semantics)") {
+  // {n,m} on a group: at most m copies, greedily; bounds of several digits and the digit 9.
+  CHECK(split("(?:ab){1,2}", "ababab") == W{"abab", "ab"});
+  CHECK(split("(?:ab){2}", "ababa") == W{"abab", "a"});
+  CHECK(split("a{10}", "aaaaaaaaaaaa") == W{"aaaaaaaaaa", "aa"});
+  CHECK(split("a{9}", "aaaaaaaaaa") == W{"aaaaaaaaa", "a"});
+  CHECK(split("\\p{N}{2,19}", std::string(20, '7')) == W{std::string(19, '7'), "7"});
+}
+
 TEST_CASE("split regex: non-ASCII whitespace compares as U+000B against literals, still matches \\s") {
   CHECK(split("[\xE3\x80\x80-\xE3\x80\x82]+", "a\xE3\x80\x80\xE3\x80\x81") == W{"a\xE3\x80\x80", "\xE3\x80\x81"});
   CHECK(split("\\s", "a\xE3\x80\x80") == W{"a", "\xE3\x80\x80"});
 }
 
 TEST_CASE("split regex: unsupported syntax is refused, never guessed") {
-  for (const char* bad : {"(a)", "a+?", "a++", "(?i:a)", "\\p{Lu}", "\\w", "[a", "a{2", ".", "\\p{Z}", "(?<=a)b"}) {
+  // \0 and \9 are PCRE's NUL and a back reference, \a its BEL, \A its start-of-subject anchor:
+  // not the literal digit or letter.
+  for (const char* bad : {"(a)", "a+?", "a++", "(?i:a)", "\\p{Lu}", "\\w", "[a", "a{2", ".", "\\p{Z}", "(?<=a)b", "\\0",
+                          "\\9", "\\a", "\\A", "[\\0]"}) {
     INFO(bad);
     CHECK_THROWS_AS(SplitRegex(bad), std::invalid_argument);
   }

@@ -94,7 +94,7 @@ static void spm_build_tables(Tokenizer::Impl& t) {
   for (size_t id = 0; id < t.vocab.tokens.size(); id++) {
     const std::string& piece = t.vocab.tokens[id];
     int byte = parse_byte_piece(piece);
-    int type = t.vocab.token_types.empty() ? (byte >= 0 ? kTokByte : kTokNormal) : t.vocab.token_types[id];
+    int type = t.text_type(id, t.vocab.token_types.empty() ? (byte >= 0 ? kTokByte : kTokNormal) : t.vocab.token_types[id]);
     if (type == kTokByte && byte >= 0) t.token_text[id] = std::string(1, (char)byte);
     else if (type == kTokNormal || type == kTokUserDefined) t.token_text[id] = unescape_spaces(piece);
     else if (type == kTokUnknown) t.token_text[id] = "\xE2\x96\x85";  // U+2585, as llama.cpp
@@ -111,9 +111,9 @@ Tokenizer::Tokenizer(Vocab vocab) {
   const std::vector<std::string>& tokens = impl->vocab.tokens;
   for (size_t id = 0; id < tokens.size(); id++) impl->token_to_id[tokens[id]] = (int)id;
   impl->token_text.resize(tokens.size());
+  build_special_tables(*impl);  // first: llama.cpp's EOG exceptions change how a token prints
   if (impl->vocab.type == VocabType::Gpt2) gpt2_build_tables(*impl);
   else spm_build_tables(*impl);
-  build_special_tables(*impl);
   for (size_t id = 0; id < tokens.size(); id++)
     if (impl->attr[id] & kAttrControl) impl->token_text[id].clear();  // control tokens print nothing
   impl_ = std::move(impl);

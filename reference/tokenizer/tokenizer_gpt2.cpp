@@ -61,7 +61,7 @@ void gpt2_build_tables(Tokenizer::Impl& t) {
     inverse[utf8_to_codepoints(t.byte_char[b])[0]] = (char)b;
   }
   for (size_t id = 0; id < t.vocab.tokens.size(); id++) {
-    int type = t.vocab.token_types.empty() ? kTokNormal : t.vocab.token_types[id];
+    int type = t.text_type(id, t.vocab.token_types.empty() ? kTokNormal : t.vocab.token_types[id]);
     const std::string& piece = t.vocab.tokens[id];
     if (type == kTokNormal) t.token_text[id] = unmap_bytes(inverse, piece);
     else if (type == kTokUserDefined) t.token_text[id] = piece;

@@ -25,6 +25,13 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> attr;                         // (n_vocab) kAttr* bits
   std::vector<int> special_ids;                      // control/user-defined/unknown, longest text first
   std::vector<int> eog_ids;                          // end-of-generation ids, sorted
+  std::unordered_map<int, int> retyped;              // id -> the type its text prints as (llama.cpp's EOG exceptions)
+
+  // The GGUF type `id`'s text follows: the file's, unless an EOG exception re-attributed it.
+  int text_type(size_t id, int file_type) const {
+    auto it = retyped.find((int)id);
+    return it == retyped.end() ? file_type : it->second;
+  }
 
   int find(const std::string& piece) const {
     auto it = token_to_id.find(piece);

@@ -58,10 +58,12 @@ bool eog_has(const Tokenizer::Impl& t, const char* text) {
   return id >= 0 && std::find(t.eog_ids.begin(), t.eog_ids.end(), id) != t.eog_ids.end();
 }
 
-void drop_eog(Tokenizer::Impl& t, const char* text, uint8_t attr) {
+// `type`: what the token now prints as (llama.cpp's token_to_piece reads the new attribute).
+void drop_eog(Tokenizer::Impl& t, const char* text, uint8_t attr, int type) {
   const int id = t.find(text);
   t.eog_ids.erase(std::remove(t.eog_ids.begin(), t.eog_ids.end(), id), t.eog_ids.end());
   t.attr[id] = attr;
+  t.retyped[id] = type;
 }
 
 // llama.cpp's two exceptions, after the set is complete: o200k_harmony / solar-open's <|end|>
@@ -70,9 +72,9 @@ void drop_eog(Tokenizer::Impl& t, const char* text, uint8_t attr) {
 void eog_exceptions(Tokenizer::Impl& t) {
   const bool call = eog_has(t, "<|call|>") || eog_has(t, "<|calls|>");
   if (eog_has(t, "<|end|>") && call && (eog_has(t, "<|return|>") || eog_has(t, "<|flush|>")))
-    drop_eog(t, "<|end|>", kAttrUserDefined);
+    drop_eog(t, "<|end|>", kAttrUserDefined, kTokUserDefined);
   if (eog_has(t, "</s>") && (eog_has(t, "<|tool_response>") || eog_has(t, "<|plamo:eos|>")))
-    drop_eog(t, "</s>", 0);
+    drop_eog(t, "</s>", 0, kTokNormal);
 }
 
 void collect_eog(Tokenizer::Impl& t) {

@@ -76,14 +76,20 @@ case $CASE in
     done
     ;;
   certify_shards|certify_mpi)  # certificate.json/.md/.svg identical across 1 process, shards and ranks
-    C="$SHARED/models/gguf/stories260K.gguf" Q="$SHARED/models/gguf/stories260K-f16.gguf"
-    need_fixture "$C"; need_fixture "$Q"
+    C="$SHARED/models/gguf/stories260K.gguf"
+    need_fixture "$C"
     need_fixture "$SHARED/corpus/stories260K-samples.txt"
+    # A Q4_0 candidate: its top-1 differs from the reference's at some positions and its greedy
+    # runs diverge, so every field of a part's token records shows in the certificate.
+    Q="$WORK/q4_0.gguf"
+    "$ORACLE" quantize "$C" "$Q" --type Q4_0 >/dev/null
     head -c 6000 "$SHARED/corpus/stories260K-samples.txt" >"$WORK/corpus.txt"
     args=(certify --reference "$C" --candidate "$Q" --corpus "$WORK/corpus.txt" --ctx 64 --greedy-prompts 5
           --greedy-steps 8 --no-png -q)
     set +e; "$ORACLE" "${args[@]}" --out "$WORK/one" >"$WORK/one.txt"; rc1=$?; set -e
     [ -s "$WORK/one/certificate.json" ] || fail "no certificate: $(cat "$WORK/one.txt")"
+    jq -e '.statistics.same_top.mean < 1 and .statistics.same_top.mean > 0.5 and .greedy.fraction_identical < 1' \
+      "$WORK/one/certificate.json" >/dev/null || fail "Q4_0 should differ in top-1 somewhere: $(cat "$WORK/one.txt")"
     sed -i "s|$WORK/one|OUT|g" "$WORK/one.txt"
     if [ "$CASE" = certify_shards ]; then runs="s2 s3"; else need_mpi; runs="p1 p2 p3"; fi
     for r in $runs; do
@@ -107,11 +113,36 @@ case $CASE in
     done
     "$ORACLE" golden verify "$WORK/g" --json -q --shared-dir "$SHARED" >"$WORK/one.json" || fail "one process: $(cat "$WORK/one.json")"
     jq -e '.pass and .records > 10' "$WORK/one.json" >/dev/null || fail "$(cat "$WORK/one.json")"
+    # compact, on one line, as every command's --json object (what the merge must reproduce too)
+    [ "$(jq -c . "$WORK/one.json")" = "$(cat "$WORK/one.json")" ] || fail "not compact: $(head -c 300 "$WORK/one.json")"
     if [ "$CASE" = golden_shards ]; then
       for n in 2 3; do
         shard_and_merge $n "$WORK/m$n" -- "$ORACLE" golden verify "$WORK/g" --json -q --shared-dir "$SHARED"
         [ "$(cat "$WORK/m$n.rc")" -eq 0 ] || fail "merge: $(cat "$WORK/m$n.err")"
         same "$WORK/one.json" "$WORK/m$n.out" "golden verify --json, $n shards"
+      done
+      # The text summary, merged: the counts stated from the transcripts (jq), not from our output.
+      records=$(cat "$WORK"/g/*.jsonl | wc -l)
+      shard_and_merge 2 "$WORK/t2" -- "$ORACLE" golden verify "$WORK/g" -q --shared-dir "$SHARED" --threads 1
+      [ "$(cat "$WORK/t2.rc")" -eq 0 ] || fail "text merge: $(cat "$WORK/t2.err")"
+      grep -qx "golden verify: $records records in 4 files match (backend reference, threads 1, prefill chunk 0)" \
+        "$WORK/t2.out" || fail "text merge: $(cat "$WORK/t2.out")"
+      # Fast mode on cuda-emu (greedy records only, the others skipped) with one greedy record's
+      # ids replaced: the MISMATCH count is of the greedy records, one process and merged alike.
+      mkdir "$WORK/f"
+      jq -c 'if .id == "stories260K/greedy/once" then .output_ids |= map(0) else . end' \
+        "$SRC/golden/stories260K.jsonl" >"$WORK/f/t.jsonl"
+      greedy=$(jq -s '[.[] | select(.sampler.temperature == 0)] | length' "$WORK/f/t.jsonl")
+      sampled=$(jq -s '[.[] | select(.sampler.temperature != 0)] | length' "$WORK/f/t.jsonl")
+      fast=("$ORACLE" golden verify "$WORK/f" --backend cuda-emu --mode fast -q --shared-dir "$SHARED")
+      set +e; "${fast[@]}" >"$WORK/f1.out"; rc=$?; set -e
+      shard_and_merge 3 "$WORK/f3" -- "${fast[@]}"
+      for out in "$WORK/f1" "$WORK/f3"; do
+        rc_out=$([ "$out" = "$WORK/f1" ] && echo $rc || cat "$out.rc")
+        [ "$rc_out" -eq 1 ] || fail "fast, tampered: exit $rc_out: $(cat "$out.out")"
+        grep -qx "golden verify: $sampled non-greedy records skipped (fast mode checks greedy records only)" "$out.out" &&
+          grep -qx "golden verify: 1 of $greedy records MISMATCH in 1 files (backend cuda-emu)" "$out.out" ||
+          fail "fast, tampered ($out): $(cat "$out.out")"
       done
     else
       need_mpi
@@ -130,9 +161,15 @@ case $CASE in
     "$ORACLE" replay "$WORK/log.jsonl" --shard 0/2 --part "$WORK/a0.json" -q 2>/dev/null
     "$ORACLE" replay "$WORK/log.jsonl" --shard 1/2 --part "$WORK/a1.json" -q 2>/dev/null
     "$ORACLE" replay "$WORK/log.jsonl" --shard 1/2 --part "$WORK/b1.json" --prob-tol 0.5 -q 2>/dev/null
-    expect_input_error "a0.json" "shard" -- "$ORACLE" merge "$WORK/a0.json"
-    expect_input_error "b1.json" "job" -- "$ORACLE" merge "$WORK/a0.json" "$WORK/b1.json"
-    expect_input_error "a1.json" "shard" -- "$ORACLE" merge "$WORK/a1.json" "$WORK/a1.json"
+    # The field is matched where the error line names it (FILE: FIELD: message), not anywhere.
+    expect_input_error "a0.json" "a0.json: shard: " -- "$ORACLE" merge "$WORK/a0.json"
+    expect_input_error "b1.json" "b1.json: job: " -- "$ORACLE" merge "$WORK/a0.json" "$WORK/b1.json"
+    expect_input_error "a1.json" "a1.json: shard: " -- "$ORACLE" merge "$WORK/a1.json" "$WORK/a1.json"
+    # a part claiming shard 2 (or -1) of 2: out of range, named by its shard field
+    jq -c '.shard[0] = 2' "$WORK/a1.json" >"$WORK/c2.json"
+    expect_input_error "c2.json" "c2.json: shard: " -- "$ORACLE" merge "$WORK/a0.json" "$WORK/c2.json"
+    jq -c '.shard[0] = -1' "$WORK/a1.json" >"$WORK/cm.json"
+    expect_input_error "cm.json" "cm.json: shard: " -- "$ORACLE" merge "$WORK/a0.json" "$WORK/cm.json"
     ;;
   tp_golden|tp_golden_mpi|tp_golden_smollm2)  # --tp 1..4: every per-step logits hash of the transcripts
     mkdir "$WORK/g"
@@ -158,6 +195,12 @@ case $CASE in
         "$WORK/t$n.json" >/dev/null ||
         fail "--tp $n: $(head -c 600 "$WORK/t$n.json")"
     done
+    if [ "$CASE" = tp_golden ]; then  # the text summary names the ranks, --tp 1 included (as --json's "tp")
+      n_rec=$(wc -l <"$SRC/golden/stories260K.gguf.jsonl")
+      "$ORACLE" golden verify "$SRC/golden/stories260K.gguf.jsonl" --tp 1 -q >"$WORK/t1.txt" || fail "$(cat "$WORK/t1.txt")"
+      grep -q "golden verify: $n_rec records in 1 files match (.*, tensor-parallel ranks 1)$" "$WORK/t1.txt" ||
+        fail "--tp 1 text: $(cat "$WORK/t1.txt")"
+    fi
     ;;
   bench_tp)  # bench --tp N: refused without mpirun; under mpirun each rank reports its KV slice and traffic
     set +e

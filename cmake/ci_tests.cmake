@@ -28,7 +28,7 @@ function(oracle_diff_fault fault op min_pos)
   set_tests_properties(diff_fault_${fault} PROPERTIES LABELS "fault" TIMEOUT 1800 RESOURCE_LOCK fault_build
                        ENVIRONMENT "FAULT_ROOT=${CMAKE_BINARY_DIR}/fault;ORACLE_SHARED_DIR=${ORACLE_SHARED_DIR}")
 endfunction()
-oracle_diff_fault(KERNEL_ATTN_MERGE_ORDER "blk\\.0\\.attn_out" 64)
+oracle_diff_fault(KERNEL_ATTN_MERGE_ORDER "blk\\.0\\.attn_out" 32)
 oracle_diff_fault(KERNEL_TREE_ORDER "blk\\.0\\.attn_norm" 0)
 
 # The determinism matrix builds the oracle three times (g++ -O3, g++ -O0,

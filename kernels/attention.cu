@@ -137,7 +137,10 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
   const int last = pos[th / s.n_heads] / kAttnChunk;
   const long long base = th * n_chunks;
   // FAULT (docs/diff.md): chunks merged from the last to the first — the same
-  // value with other rounding once a query sees 3 or more chunks (pos >= 64).
+  // value with other rounding once a query sees 2 or more chunks (pos >= 32): under
+  // numerics v2 each step fma(x, b, round(O*a)) rounds only one of its two products, so
+  // swapping which chunk comes first changes the bits already for two chunks (v1's
+  // add of two rounded products commuted, and needed 3 chunks).
   const bool reverse = oracle::fault::active(oracle::fault::Fault::KERNEL_ATTN_MERGE_ORDER);
   const int c0 = reverse ? last : 0, dc = reverse ? -1 : 1;
   float M = ml[(base + c0) * 2], L = ml[(base + c0) * 2 + 1], O = o[(base + c0) * hd + d];

@@ -101,7 +101,7 @@
   X(KERNEL_TREE_ORDER, "kernels", "lane_group.cuh group_tree_sum",                                               \
     "the shuffle tree adds in reverse order (1, 2, 4, 8)", "test_kernels_emu")                                   \
   X(KERNEL_ATTN_MERGE_ORDER, "kernels", "attention.cu merge",                                                    \
-    "attention chunk partials merged last to first (differs once a query sees 3 chunks)",                      \
+    "attention chunk partials merged last to first (differs once a query sees 2 chunks: the v2 merge fma rounds one product)", \
     "test_kernels_emu test_pipeline_emu")                                                                     \
   X(KERNEL_RANK_TIES_HIGHEST, "kernels", "sampler.cu ranks_before",                                              \
     "the device rank order breaks equal values by the highest index", "test_sampler_emu")       \

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -361,4 +362,98 @@ TEST_CASE("certificate Markdown and summary figure print small statistics with s
   CHECK_THAT(md, Contains("| kld_mean | ≤ 1e-06 | 8.5e-07 | PASS |"));
   CHECK_THAT(md, !Contains("| mean KLD | 0.000000"));
   CHECK_THAT(svg_certificate_summary(r, info, checks), Contains("mean KLD 8.5e-07 ± "));
+}
+
+// ---- figures read back ---------------------------------------------------------------------------
+// The Δp histogram (certify_figures.h: 60 bins over the symmetric 1-2-5 axis) read back through
+// its own tick labels: a value's pixel is linear in the value between the first and the last
+// x tick, a bar's height is linear in its count between the y ticks. The data are built with a
+// known histogram (bin centres −2.95 … 2.95 percentage points, bin k holding 1 + 7k mod 5 tokens;
+// the axis is then −3 … 3 in steps of 1), so every bar's left edge and count is known without
+// the code under test; the legend's mean and RMS are the data's, summed here.
+namespace {
+
+struct SvgText {
+  double x, y;
+  int size;
+  std::string anchor, body;
+};
+
+std::vector<SvgText> svg_texts(const std::string& svg) {
+  static const std::regex re("<text x=\"([-0-9.]+)\" y=\"([-0-9.]+)\" font-size=\"([0-9]+)\" text-anchor=\"(\\w+)\"[^>]*>([^<]*)</text>");
+  std::vector<SvgText> out;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stoi((*it)[3]), (*it)[4], (*it)[5]});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the Δp figure reads back: 60 bars at the data's bins, heights = counts, legend = the data's mean and RMS") {
+  std::vector<TokenRecord> recs;
+  std::vector<int> mult(60);
+  double sum = 0, sum_sq = 0;
+  for (int k = 0; k < 60; k++) {
+    mult[k] = 1 + (7 * k) % 5;
+    const double c = -2.95 + 0.1 * k;  // percentage points
+    for (int i = 0; i < mult[k]; i++) {
+      TokenRecord t;
+      t.pos = (int)recs.size() % 8;
+      t.dp_next = c / 100;
+      recs.push_back(t);
+      sum += c, sum_sq += c * c;
+    }
+  }
+  CertifyResult r;
+  r.records = recs;
+  r.summary = summarize(recs);
+  const std::string svg = svg_delta_p(r);
+  // x ticks: the "middle" labels in the tick font (11); y ticks: the "end" labels.
+  std::vector<std::pair<double, double>> xt, yt;  // (value, pixel)
+  for (const SvgText& t : svg_texts(svg)) {
+    if (t.size == 11 && t.anchor == "middle") xt.push_back({std::stod(t.body), t.x});
+    if (t.size == 11 && t.anchor == "end") yt.push_back({std::stod(t.body), t.y});
+  }
+  REQUIRE(xt.size() == 7);
+  CHECK(xt.front().first == -3);
+  CHECK(xt.back().first == 3);
+  const double x_scale = (xt.back().second - xt.front().second) / 6.0;  // pixels per percentage point
+  REQUIRE(x_scale > 50);
+  for (const auto& [v, px] : xt) CHECK(std::abs(px - (xt.front().second + (v + 3) * x_scale)) < 0.11);
+  REQUIRE(yt.size() >= 2);
+  const double y_scale = (yt.front().second - yt.back().second) / (yt.back().first - yt.front().first);  // pixels per token
+  REQUIRE(y_scale > 10);
+  static const std::regex bar("<rect x=\"([-0-9.]+)\" y=\"[-0-9.]+\" width=\"[-0-9.]+\" height=\"([-0-9.]+)\" fill=\"#9ecae1\"/>");
+  std::vector<std::pair<double, double>> bars;  // (left edge in percentage points, count)
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator(); ++it)
+    bars.push_back({-3 + (std::stod((*it)[1]) - xt.front().second) / x_scale, std::stod((*it)[2]) / y_scale});
+  REQUIRE(bars.size() == 60);
+  for (int k = 0; k < 60; k++) {
+    INFO("bar " << k);
+    CHECK(std::abs(bars[k].first - (-3 + 0.1 * k)) < 0.01);
+    CHECK(std::abs(bars[k].second - mult[k]) < 0.05);
+  }
+  const double n = (double)recs.size();
+  char legend[96];
+  std::snprintf(legend, sizeof legend, "mean %.3g (RMS %.3g)", sum / n, std::sqrt(sum_sq / n));
+  CHECK_THAT(svg, Contains(legend));
+}
+
+// The summary page's header is one left-aligned column: the verdict title, the subtitle, the
+// five file / protocol lines, the threshold column's header and its rows start at one x.
+TEST_CASE("certificate summary page: the header block shares one left margin") {
+  std::vector<TokenRecord> recs(4);
+  for (int i = 0; i < 4; i++) recs[i].pos = i, recs[i].kld = 0.01 * (i + 1);
+  CertifyResult r;
+  r.records = recs;
+  r.summary = summarize(recs);
+  CertificateInfo info{"ref.gguf", "aa", "cand.gguf", "bb", "corpus.txt", "cc", "0.1.0", "Q8_0", false};
+  const auto checks = check_thresholds(r, default_thresholds("Q8_0"));
+  const std::string svg = svg_certificate_summary(r, info, checks);
+  const std::string head = svg.substr(0, svg.find("<g transform"));  // before the four panels
+  std::vector<double> left;
+  for (const SvgText& t : svg_texts(head))
+    if (t.anchor == "start" && t.x < 200) left.push_back(t.x);
+  REQUIRE(left.size() == 2 + 5 + 1 + checks.size());
+  for (double x : left) CHECK(x == left.front());
 }

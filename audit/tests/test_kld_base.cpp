@@ -10,6 +10,10 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include "audit/certify/certify_kld.h"
 #include "audit/interop/kld_base.h"
 #include "fixture.h"
@@ -173,4 +177,34 @@ TEST_CASE("the base we write for llama2xs has llama.cpp's header and tokens, and
       CHECK(kl < 0.02);
       CHECK(std::fabs(sx / sy - 1.0f) < 0.01f);
     }
+}
+
+// docs/interop.md "KLD base files": the sidecar is a JSON object whose "format" is
+// "oracle-kld-base-sidecar"; anything else beside a base file is refused naming "format",
+// before its numerics version is read. The one write_kld_sidecar writes is accepted.
+TEST_CASE("a sidecar that is not the oracle's is refused naming its format") {
+  const KldBase base = read_kld_base(test::fixture("gguf/llama2xs-samples.kld"));
+  const std::string p = tmp(("oracle_kld_sidecar_" + std::to_string(::getpid()) + ".kld").c_str());
+  spit(p, kld_base_bytes(base));
+  write_kld_sidecar(p, base);
+  CHECK(check_kld_sidecar(p, true, "rebuild"));
+  const nlohmann::json good = nlohmann::json::parse(slurp(kld_sidecar_path(p)));
+  auto field_of = [&](const std::string& sidecar) {
+    spit(kld_sidecar_path(p), sidecar);
+    try {
+      check_kld_sidecar(p, false, "rebuild");
+    } catch (const InputError& e) {
+      return e.field();
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json other = good;
+  other["format"] = "oracle-kld-base";
+  CHECK(field_of(other.dump()) == "format");
+  other.erase("format");
+  CHECK(field_of(other.dump()) == "format");
+  CHECK(field_of("[" + good.dump() + "]") == "format");
+  CHECK(field_of(good.dump()) == "accepted");
+  std::filesystem::remove(kld_sidecar_path(p));
+  std::filesystem::remove(p);
 }

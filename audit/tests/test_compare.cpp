@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "audit/interop/compare.h"
 #include "audit/interop/dumps.h"
@@ -151,4 +152,35 @@ TEST_CASE("logits dumps round-trip through safetensors, and .npy logits are read
   CHECK(a.shape == std::vector<int64_t>{2, 3});
   CHECK(a.values[5] == -6.5);
   CHECK_THROWS(parse_npy(npy.substr(0, npy.size() - 1), "x.npy"));
+}
+
+// tensor_compare.h: ulp_distance counts the representable floats between a and b (+0 and -0
+// one value; NaN against anything else UINT64_MAX). Brute force: walk from a to b with
+// std::nextafter and count the steps, around 1, across zero (subnormals, both zeros) and up
+// to infinity; the NaN cases as the header states them.
+TEST_CASE("ulp_distance = the nextafter steps between two floats; NaN against a number is the maximum") {
+  auto steps = [](float a, float b) {  // b >= a; == treats -0 and +0 as one value
+    uint64_t n = 0;
+    for (float x = a; x != b; n++) x = std::nextafter(x, INFINITY);
+    return n;
+  };
+  const float starts[] = {1.0f, -1.0f, 0.0f, -0.0f, -4 * std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::max(), std::numeric_limits<float>::min(), 3.5e-3f};
+  for (float a : starts) {
+    float b = a;
+    for (int k = 0; k < 12; k++) {
+      INFO(a << " -> " << b);
+      CHECK(ulp_distance(a, b) == steps(a, b));
+      CHECK(ulp_distance(b, a) == steps(a, b));
+      b = std::nextafter(b, INFINITY);
+    }
+  }
+  CHECK(ulp_distance(0.0f, -0.0f) == 0);
+  CHECK(ulp_distance(std::numeric_limits<float>::max(), INFINITY) == 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float x : {0.0f, 1.0f, -INFINITY, INFINITY}) {
+    CHECK(ulp_distance(nan, x) == std::numeric_limits<uint64_t>::max());
+    CHECK(ulp_distance(x, nan) == std::numeric_limits<uint64_t>::max());
+  }
+  CHECK(ulp_distance(nan, -nan) == 0);
 }

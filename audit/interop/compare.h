@@ -57,7 +57,9 @@ struct LogitsComparison {
   double kld_mean = 0.0, kld_max = 0.0, max_abs = 0.0, nmse_max = 0.0;
   uint64_t max_ulp = 0;
   bool pass = true;
-  std::vector<std::string> failures;  // one sentence per broken threshold
+  // One sentence per broken threshold or counted flip, in step order, the first 8 only (a
+  // run that fails everywhere prints 8 lines; first_failure, max_ulp, flips, ... count every step).
+  std::vector<std::string> failures;
 };
 
 // want/got: (steps, vocab). tokens: (steps) or empty.

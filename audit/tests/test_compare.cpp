@@ -94,6 +94,16 @@ TEST_CASE("a planted one-ULP change is found at exactly its step") {
   CHECK_FALSE(c.pass);
   CHECK(c.first_failure == 0);
   CHECK(c.failures.size() == 3);
+  // 16 failing steps: the sentences of the first 8 (compare.h), the first failure still 0.
+  std::vector<float> all = r.logits;
+  for (int step = 0; step < 16; step++) {
+    float& x = all[(size_t)step * r.vocab + 123];
+    x = std::nextafter(x, INFINITY);
+  }
+  const LogitsComparison c16 = compare_logit_rows(r.logits, all, 16, r.vocab, r.tokens, t);
+  CHECK(c16.first_failure == 0);
+  REQUIRE(c16.failures.size() == 8);
+  for (int step = 0; step < 8; step++) CHECK(c16.failures[step].rfind("step " + std::to_string(step) + ":", 0) == 0);
 }
 
 TEST_CASE("an argmax swap at a near-tie is a tie; with a real margin it is a failure") {

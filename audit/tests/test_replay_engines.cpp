@@ -157,6 +157,50 @@ TEST_CASE("the engine bound: a greedy runner-up is a tie within 2b of the argmax
   CHECK(first_finding(moved, Verdict::LogprobMismatch) != nullptr);
   // Without a calibration the bound is --logprob-tol: the same runner-up is impossible.
   CHECK(replay_engine_line(record(lp), "F", one, ReplayOptions{}).status == RecordStatus::Diverged);
+
+  // The logged alternatives (n_probs 2, raw logprobs: no post_sampling_probs): each compared
+  // with the reference's value of the same id, within b; an id the reference's list does not
+  // reach (it holds 2 n_probs + 4 = 8 ranks; rank 21 here) is DIVERGED [top_logprobs], unless it
+  // is logged as impossible (below -1e30: a support question). Expected logprobs from the logits above: l_k - max - ln Σ e^(l - max).
+  auto lp_of = [&](int rank) {
+    return (double)logits[(size_t)order[rank]] - (double)logits[(size_t)order[0]] - std::log(lse);
+  };
+  auto with_top = [&](const json& top) {
+    const json line = {{"request", {{"prompt", prompt}, {"temperature", 0}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0.0},
+                                    {"n_predict", 1}, {"n_probs", 2}}},
+                       {"response", {{"completion_probabilities",
+                                      {{{"id", order[0]}, {"logprob", lp_of(0)}, {"top_logprobs", top}}}},
+                                     {"stop_type", "limit"}}}};
+    return replay_engine_line(LogLine{1, line.dump()}, "F", one, with_bound(b));
+  };
+  auto top_finding = [](const RecordReport& r) {
+    for (const TokenFinding& t : r.findings)
+      if (t.reason == "top_logprobs") return true;
+    return false;
+  };
+  const json exact = {{{"id", order[0]}, {"logprob", lp_of(0)}}, {{"id", order[1]}, {"logprob", lp_of(1)}}};
+  const RecordReport ok = with_top(exact);
+  CHECK(ok.status != RecordStatus::Diverged);
+  CHECK_FALSE(top_finding(ok));
+  json moved_top = exact;
+  moved_top[1]["logprob"] = lp_of(1) - 1.1 * b;
+  const RecordReport far_top = with_top(moved_top);
+  CHECK(far_top.status == RecordStatus::Diverged);
+  CHECK(top_finding(far_top));
+  json outside = exact;
+  outside.push_back({{"id", order[20]}, {"logprob", lp_of(20)}});
+  const RecordReport not_in_top = with_top(outside);
+  CHECK(not_in_top.status == RecordStatus::Diverged);
+  REQUIRE(top_finding(not_in_top));
+  CHECK_THAT(not_in_top.findings.back().detail, Catch::Matchers::Contains("not among the reference's top"));
+  json impossible = exact;
+  impossible.push_back({{"id", order[20]}, {"logprob", -1e31}});  // below -1e30: logged as impossible
+  const RecordReport skipped = with_top(impossible);
+  CHECK(skipped.status != RecordStatus::Error);
+  std::string why;
+  for (const TokenFinding& t : skipped.findings) why += t.reason + ": " + t.detail + "\n";
+  INFO(why);
+  CHECK_FALSE(top_finding(skipped));
 }
 
 // ============================================================================

@@ -113,14 +113,18 @@ TEST_CASE("tensor-parallel forward: same logits bits for 1-4 ranks on the golden
 TEST_CASE("tensor-parallel forward: the KV cache holds this rank's kv heads only", "[tp]") {
   const Model m = load_model(test::models("gguf/stories260K.gguf"));
   const int heads = m.config.n_kv_heads;
-  int total = 0;
-  for (int r = 0; r < 3; r++) {
-    TensorSplit s;
-    s.rank = r;
-    s.ranks = 3;
-    total += kv_slice_config(m.config, &s).n_kv_heads;
+  for (int ranks = 2; ranks <= 4; ranks++) {  // each rank's cache: split_range(heads) of it; together all heads
+    int total = 0;
+    for (int r = 0; r < ranks; r++) {
+      TensorSplit s;
+      s.rank = r;
+      s.ranks = ranks;
+      const int mine = kv_slice_config(m.config, &s).n_kv_heads;
+      CHECK(mine == heads / ranks + (r < heads % ranks ? 1 : 0));
+      total += mine;
+    }
+    CHECK(total == heads);
   }
-  CHECK(total == heads);
   uint64_t bytes = 0;
   for (int r = 0; r < 3; r++) bytes += slice_weight_bytes(m, slice_layout(m.config, r, 3));
   CHECK(bytes - 2 * (uint64_t)(2 * m.config.n_layers + 1) * m.config.dim * 4 ==

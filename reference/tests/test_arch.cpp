@@ -3,6 +3,7 @@
 // it; every honoured key changes the output in the documented way.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -251,6 +252,34 @@ TEST_CASE("arch: YaRN extrapolates below the ramp, interpolates above it, scales
     const double angle = (p * f1 / 4) * (1 - mix) + p * f1 * mix;
     CHECK(std::fabs(y.c[1] - (float)(std::cos(angle) * mscale)) <= table_tolerance(angle) * 1.2f);
     CHECK(std::fabs(y.s[1] - (float)(std::sin(angle) * mscale)) <= table_tolerance(angle) * 1.2f);
+  }
+}
+
+// Qwen2.5's release values (config.json rope_scaling: yarn, factor 4, original 32768; head_dim
+// 128, rope_theta 1e6): the ramp is not at pair 0, so its start matters. Expected angles
+// from ggml's rope_yarn written out here: corr dims floor(128 ln(32768 / (32 * 2 pi)) /
+// (2 ln 1e6)) = floor(23.60) = 23 and ceil(128 ln(32768 / (2 pi)) / (2 ln 1e6)) = ceil(39.65)
+// = 40; pair i mixes extrapolation by 1 - clamp((i - 23) / 17, 0, 1).
+TEST_CASE("arch: YaRN at Qwen2.5's parameters ramps between pairs 23 and 40", "[arch][rope]") {
+  Config q = synthetic_preset("yarn-tiny").config;
+  q.head_dim = 128;
+  q.rope_theta = 1e6f;
+  q.rope.factor = 4.0f;
+  q.rope.original_context = 32768;
+  const YarnCorrDims cd = yarn_corr_dims(128, 32768, 1e6, 32.0, 1.0);
+  CHECK(cd.lo == 23.0);
+  CHECK(cd.hi == 40.0);
+  const double mscale = 1.0 + 0.1 * std::log(4.0);
+  for (int p : {1, 1000, 30000, 100000}) {
+    Row y = row(q, p);
+    for (int i = 0; i < 64; i++) {
+      const double extrap = p * std::pow(1e6, -2.0 * i / 128), interp = extrap / 4;
+      const double mix = 1.0 - std::clamp((i - 23.0) / 17.0, 0.0, 1.0);
+      const double angle = interp * (1 - mix) + extrap * mix;
+      INFO("pos " << p << " pair " << i);
+      CHECK(std::fabs(y.c[i] - (float)(std::cos(angle) * mscale)) <= table_tolerance(angle) * 1.2f);
+      CHECK(std::fabs(y.s[i] - (float)(std::sin(angle) * mscale)) <= table_tolerance(angle) * 1.2f);
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -273,4 +274,32 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
   // This CPU: the scalar path always, and the table of each path says which it is.
   REQUIRE(isa::available_isas().front() == Isa::Scalar);
   for (Isa p : isa::available_isas()) CHECK(isa::kernels_for(p).isa == p);
+}
+
+// The features read with CPUID (and XGETBV) against the kernel's own reading of the same CPU:
+// the flags line of /proc/cpuinfo (Linux clears the AVX flags when the OS does not save the
+// registers, as cpu_features does). Skipped where there is no such file (not Linux, not x86-64).
+TEST_CASE("isa: cpu_features agree with the kernel's /proc/cpuinfo flags", "[isa]") {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  if (flags.empty()) {
+    SUCCEED("no /proc/cpuinfo flags line");
+    return;
+  }
+  auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
+  const isa::CpuFeatures f = isa::cpu_features();
+  CHECK(f.sse2 == has("sse2"));
+  CHECK(f.avx == has("avx"));
+  CHECK(f.fma == has("fma"));
+  CHECK(f.f16c == has("f16c"));
+  CHECK(f.avx2 == has("avx2"));
+  CHECK(f.avx512f == has("avx512f"));
+  CHECK(f.avx512dq == has("avx512dq"));
+  CHECK(f.avx512bw == has("avx512bw"));
+  CHECK(f.avx512vl == has("avx512vl"));
 }

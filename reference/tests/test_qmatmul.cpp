@@ -149,9 +149,10 @@ void check_type(DType t) {
         INFO("ISA path " << isa::isa_name(path));
         REQUIRE(first_bit_mismatch(got, want) == "");
       }
-      for (ThreadPool* pool : {&one, &two}) {
+      for (ThreadPool* pool : {(ThreadPool*)nullptr, &one, &two}) {  // no pool: the calling thread
+        std::fill(got.begin(), got.end(), -1.0f);
         ops::matmul(got.data(), x.data(), wm, n_tok, k, n_out, pool);
-        INFO(pool->size() << " thread(s)");
+        INFO((pool ? pool->size() : 0) << " pool thread(s)");
         REQUIRE(first_bit_mismatch(got, want) == "");
       }
       // Rows 0..4 and 5..8 as two jobs of one parallel_for.

@@ -13,6 +13,8 @@
 #include "audit/interop/compare.h"
 #include "audit/interop/dumps.h"
 #include "audit/interop/npy.h"
+#include "reference/compute/forward.h"
+#include "reference/compute/kv_cache.h"
 #include "fixture.h"
 #include "reference/model/model.h"
 #include "numerics/numerics.h"
@@ -193,4 +195,20 @@ TEST_CASE("ulp_distance = the nextafter steps between two floats; NaN against a 
     CHECK(ulp_distance(x, nan) == std::numeric_limits<uint64_t>::max());
   }
   CHECK(ulp_distance(nan, -nan) == 0);
+}
+
+// dumps.h: teacher_forced_logits row s = the logits after prompt + tokens[0..s) — the row
+// that predicts tokens[s]. Recomputed here one step at a time (prefill the prompt, then feed
+// each token into the cache): the same bits, as the forward pass is batch invariant.
+TEST_CASE("teacher-forced logits rows are the step-by-step decode's logits") {
+  const Rows& r = rows();
+  const Model m = load_model(test::fixture("gguf/llama2xs.gguf"));
+  KvCache kv(m.config, KvCacheOptions{});
+  std::vector<float> l = forward(m, kv, 0, r.prompt);  // (vocab): predicts tokens[0]
+  for (size_t s = 0; s < r.tokens.size(); s++) {
+    INFO("step " << s);
+    REQUIRE(l.size() == (size_t)r.vocab);
+    CHECK(std::memcmp(l.data(), &r.logits[s * r.vocab], sizeof(float) * r.vocab) == 0);
+    l = forward(m, kv, 0, std::vector<int>{r.tokens[s]});
+  }
 }

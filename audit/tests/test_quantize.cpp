@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "base/errors.h"
 #include "reference/model/gguf.h"
+#include "reference/model/gguf_writer.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
 #include "audit/interop/quantize_gguf.h"
@@ -423,4 +426,45 @@ TEST_CASE("ggml's fp16 conversion (ggml_compute_fp32_to_fp16) equals num::f32_to
       UNSCOPED_INFO("bits " << std::hex << u << ": ggml " << ggml_fp16(f) << " ours " << num::f32_to_fp16(f));
   }
   CHECK(mismatches == 0);
+}
+
+// llama-quantize refuses to convert an already quantized tensor without --allow-requantize,
+// whichever tensor it is. Here only the first tensor of llama.cpp's order (output.weight of
+// an untied model) is quantized (Q8_0, the rest of llama2xs stays F32): the F16 file type wants
+// F16 for it, so the file is refused naming output.weight, and converted with the flag.
+TEST_CASE("requantizing is refused for the first tensor in llama.cpp's order too") {
+  const GgufFile src(oracle::test::models("gguf/llama2xs.gguf"));
+  const GgufTensorInfo* out = src.find_tensor("output.weight");
+  REQUIRE(out != nullptr);
+  REQUIRE(out->ggml_type == (uint32_t)DType::F32);
+  GgufWriter w;
+  w.copy_metadata(src);
+  for (const GgufTensorInfo& t : src.tensors()) {
+    if (&t != out) {
+      w.add_tensor(t.name, (DType)t.ggml_type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+      continue;
+    }
+    const int64_t k = t.dims[0], rows = t.n_elements() / k;
+    std::vector<uint8_t> q((size_t)(dtype_row_bytes(DType::Q8_0, k) * rows));
+    for (int64_t r = 0; r < rows; r++)
+      quantize_row(DType::Q8_0, (const float*)t.data + r * k, k, q.data() + r * dtype_row_bytes(DType::Q8_0, k));
+    w.add_tensor(t.name, DType::Q8_0, t.dims, std::move(q));
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("oracle_test_requantize_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "in.gguf").string(), to = (dir / "out.gguf").string();
+  w.write(in);
+  QuantizeOptions o;
+  o.type = "F16";
+  try {
+    quantize_gguf(in, to, o);
+    FAIL("a Q8_0 output.weight was requantized without allow_requantize");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "output.weight");
+  }
+  o.allow_requantize = true;
+  const QuantizeReport rep = quantize_gguf(in, to, o);
+  for (const QuantizedTensor& t : rep.tensors)
+    if (t.name == "output.weight") CHECK((t.from == DType::Q8_0 && t.to == DType::F16));
+  std::filesystem::remove_all(dir);
 }

@@ -64,6 +64,21 @@ TEST_CASE("memory report: bytes per token and fragmentation", "[kv][report]") {
   CHECK(r.blocks_free == r.blocks_total - 2);
   CHECK(r.tokens_stored == 20);
   CHECK(r.internal_fragmentation == Approx(12.0 / 32.0));
+  // Contiguous (kv_cache.h: one "block" per sequence with storage, its capacity): 20 tokens in
+  // sequence 0 of 2, storage reserved for 32.
+  KvCacheOptions co;
+  co.max_seqs = 2;
+  co.reserve_tokens = 32;
+  KvCache flat(c, co);
+  run_chunks(m, flat, 0, test_tokens(m, 20), 20);
+  const KvMemoryReport f = flat.memory_report();
+  CHECK(f.blocks_total == 2);
+  CHECK(f.blocks_used == 1);
+  CHECK(f.blocks_free == 1);
+  CHECK(f.tokens_logical == 20);
+  CHECK(f.tokens_stored == 20);
+  CHECK(f.bytes_allocated >= 32 * f.bytes_per_token);
+  CHECK(f.internal_fragmentation == Approx(1.0 - 20.0 * f.bytes_per_token / (double)f.bytes_allocated));
 }
 
 TEST_CASE("rollback: truncate then append equals a run that never saw the removed tokens", "[kv][rollback]") {

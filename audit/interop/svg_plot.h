@@ -16,7 +16,7 @@ struct PlotLabels {
 };
 
 // Histogram of `values` in `bins` equal-width bins over [lo, hi] (values
-// outside are clamped into the end bins). log_y: bar heights on log10(1 + count).
+// outside are clamped into the end bins; bins < 1 reads as 1). log_y: bar heights on log10(1 + count).
 std::string svg_histogram(const std::vector<double>& values, int bins, double lo, double hi,
                           const PlotLabels& labels, bool log_y = false);
 

@@ -301,6 +301,13 @@ TEST_CASE("svg_histogram draws one bar per non-empty bin") {
   for (size_t p = s.find("fill=\"steelblue\""); p != std::string::npos; p = s.find("fill=\"steelblue\"", p + 1))
     bars++;
   CHECK(bars == 3);  // bins 0, 1, 9
+  // One bin (and fewer: read as one) holds every value: one bar.
+  for (int one : {1, 0, -3}) {
+    const std::string h = svg_histogram({0.1, 0.5, 0.9}, one, 0.0, 1.0, {"t", "x", "y"});
+    size_t n = 0;
+    for (size_t p = h.find("fill=\"steelblue\""); p != std::string::npos; p = h.find("fill=\"steelblue\"", p + 1)) n++;
+    CHECK(n == 1);
+  }
 }
 
 TEST_CASE("every SVG label is escaped by the one escaper (text and attribute safe)") {
@@ -437,6 +444,10 @@ TEST_CASE("the Δp figure reads back: 60 bars at the data's bins, heights = coun
   char legend[96];
   std::snprintf(legend, sizeof legend, "mean %.3g (RMS %.3g)", sum / n, std::sqrt(sum_sq / n));
   CHECK_THAT(svg, Contains(legend));
+  // The legend (mean, p1, p99) is set in the tick labels' font (certify_figures.h).
+  int legend_labels = 0;
+  for (const SvgText& t : svg_texts(svg)) legend_labels += t.anchor == "start" && t.size == 11;
+  CHECK(legend_labels == 3);
 }
 
 // The summary page's header is one left-aligned column: the verdict title, the subtitle, the

@@ -212,3 +212,16 @@ TEST_CASE("teacher-forced logits rows are the step-by-step decode's logits") {
     l = forward(m, kv, 0, std::vector<int>{r.tokens[s]});
   }
 }
+
+// tensor_compare.h: "blk.N.<op>" names layer N (every digit of N), anything else -1.
+TEST_CASE("layer_of reads every digit of blk.N and nothing after it") {
+  CHECK(layer_of("blk.12.attn_out") == 12);
+  CHECK(layer_of("blk.0.ffn_down") == 0);
+  CHECK(layer_of("blk.123.ffn_gate.weight") == 123);
+  CHECK(layer_of("blk.7") == 7);
+  CHECK(layer_of("blk.3.q8") == 3);
+  CHECK(layer_of("blk.x.attn") == -1);
+  CHECK(layer_of("blk.") == -1);
+  CHECK(layer_of("output_norm") == -1);
+  CHECK(layer_of("token_embd.blk.1") == -1);
+}

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/replay/replay_adapters.h"
+#include "audit/replay/replay_calibration.h"
 #include "audit/replay/replay_engines.h"
 #include "base/errors.h"
 #include "reference/compute/forward.h"
@@ -373,5 +374,34 @@ TEST_CASE("hf replay applies transformers' sampler order on every order-sensitiv
     cfg.min_p = (float)c.q.min_p;
     cfg.repetition_penalty = (float)c.q.repetition_penalty;
     CHECK(chain_survivors(cfg, c.logits, c.q.history) == want);
+  }
+}
+
+// replay_calibration.h: the entry of a calibration log is mean and max |logged - reference|
+// over every compared logprob, bound = 3 x max (docs/replay.md); one compared value is
+// enough, none is refused naming "calibration".
+TEST_CASE("calibrate: one compared logprob is enough, none is refused", "[replay]") {
+  RecordReport one;
+  one.line = 1;
+  one.mode = "llamacpp-server";
+  one.status = RecordStatus::Plausible;
+  one.n_logprobs = 1;
+  one.sum_logprob_diff = one.max_logprob_diff = 0.25;
+  const CalibrationEntry e = calibrate({one}, "m/x.gguf", "ab", num::NumericsProfile::Canonical, "cal.jsonl", "cd");
+  CHECK(e.values == 1);
+  CHECK(e.records == 1);
+  CHECK(e.model == "x.gguf");
+  CHECK(e.engine == "llamacpp-server");
+  CHECK(e.mean_abs_diff == 0.25);
+  CHECK(e.max_abs_diff == 0.25);
+  CHECK(e.bound == 0.75);
+  RecordReport none = one;
+  none.n_logprobs = 0;
+  none.sum_logprob_diff = none.max_logprob_diff = 0.0;
+  try {
+    calibrate({none, none}, "m/x.gguf", "ab", num::NumericsProfile::Canonical, "cal.jsonl", "cd");
+    FAIL("a calibration without a compared logprob was accepted");
+  } catch (const InputError& err) {
+    CHECK(err.field() == "calibration");
   }
 }

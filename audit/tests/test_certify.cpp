@@ -115,6 +115,34 @@ TEST_CASE("mean, standard error, percentiles, correlation") {
   CHECK(pearson({1, 2, 3}, {3, 2, 1}) == Approx(-1.0));
 }
 
+// The percentile levels of the JSON certificate are the ones llama-perplexity prints (its
+// "KL divergence statistics" and "Token probability statistics" blocks): KLD max, 99.9, 99,
+// 95, 90, median, 10, 5, 1, min; Δp max, 99.9, 99, 95, 90, 75, median, 25, 10, 5, 1, 0.1, min.
+// On 1001 evenly spaced values v_i = i / 1000 (shuffled) the percentile at L % is L / 100.
+TEST_CASE("summarize: llama-perplexity's percentile levels, at their values") {
+  std::vector<TokenRecord> recs(1001);
+  for (int i = 0; i < 1001; i++) {
+    const int j = (i * 389) % 1001;  // a permutation (389 and 1001 are coprime)
+    recs[i].kld = j / 1000.0;
+    recs[i].dp_next = recs[i].dp_top = j / 1000.0 - 0.5;
+  }
+  const Summary s = summarize(recs);
+  const std::vector<double> kld_levels = {100, 99.9, 99, 95, 90, 50, 10, 5, 1, 0};
+  const std::vector<double> dp_levels = {100, 99.9, 99, 95, 90, 75, 50, 25, 10, 5, 1, 0.1, 0};
+  REQUIRE(s.kld_percentiles.size() == kld_levels.size());
+  for (size_t i = 0; i < kld_levels.size(); i++) {
+    CHECK(s.kld_percentiles[i].first == kld_levels[i]);
+    CHECK(s.kld_percentiles[i].second == Approx(kld_levels[i] / 100).margin(1e-12));
+  }
+  for (const Percentiles* p : {&s.dp_next_percentiles, &s.dp_top_percentiles}) {
+    REQUIRE(p->size() == dp_levels.size());
+    for (size_t i = 0; i < dp_levels.size(); i++) {
+      CHECK((*p)[i].first == dp_levels[i]);
+      CHECK((*p)[i].second == Approx(dp_levels[i] / 100 - 0.5).margin(1e-12));
+    }
+  }
+}
+
 TEST_CASE("summarize: same-top rate with binomial error, perplexity of known nll") {
   std::vector<TokenRecord> recs(4);
   for (int i = 0; i < 4; i++) {

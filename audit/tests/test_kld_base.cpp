@@ -208,3 +208,42 @@ TEST_CASE("a sidecar that is not the oracle's is refused naming its format") {
   std::filesystem::remove(kld_sidecar_path(p));
   std::filesystem::remove(p);
 }
+
+// Both sides of KLD-base scoring against KL(P_ref || P_cand) = Σ p_ref (ln p_ref - ln p_cand)
+// summed here in long double from the two float logit rows (no token below the -16 cut on
+// the base's side). A record holds ln p within half a step (scale / 2, at most 16 / 65535
+// nats), so the KLD moves by at most that much; the next token's Δp likewise.
+TEST_CASE("KLD-base scoring: the base as reference or as candidate gives KL(P_ref || P_cand)") {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> d(0.0f, 1.5f);
+  for (int trial = 0; trial < 20; trial++) {
+    const int n = 64 + 16 * trial, next = trial % n;
+    std::vector<float> ref(n), cand(n);
+    for (int k = 0; k < n; k++) ref[k] = d(rng), cand[k] = ref[k] + 0.3f * d(rng);
+    auto log_softmax = [n](const std::vector<float>& x) {
+      long double m = x[0], sum = 0;
+      for (float v : x) m = std::max<long double>(m, v);
+      for (float v : x) sum += std::exp((long double)v - m);
+      std::vector<long double> out(n);
+      for (int k = 0; k < n; k++) out[k] = (long double)x[k] - m - std::log(sum);
+      return out;
+    };
+    const std::vector<long double> lr = log_softmax(ref), lc = log_softmax(cand);
+    long double kl = 0;
+    for (int k = 0; k < n; k++) kl += std::exp(lr[k]) * (lr[k] - lc[k]);
+    const double dp = (double)(std::exp(lc[next]) - std::exp(lr[next]));
+    std::vector<uint16_t> rec_ref(2 * ((n + 1) / 2) + 4), rec_cand(rec_ref.size());
+    encode_kld_record(ref.data(), n, rec_ref.data());
+    encode_kld_record(cand.data(), n, rec_cand.data());
+    const double tol = 16.0 / 65535 + 1e-5;
+    INFO("trial " << trial << " KL " << (double)kl);
+    const TokenRecord as_ref = compare_base_logits(rec_ref.data(), cand.data(), n, next);
+    CHECK(std::fabs(as_ref.kld - (double)kl) <= tol);
+    CHECK(std::fabs(as_ref.dp_next - dp) <= tol);
+    const TokenRecord as_cand = compare_logits_base(ref.data(), rec_cand.data(), n, next);
+    CHECK(std::fabs(as_cand.kld - (double)kl) <= tol);
+    CHECK(std::fabs(as_cand.dp_next - dp) <= tol);
+    CHECK(std::fabs(as_cand.nll_ref + (double)lr[next]) <= 1e-6);
+    CHECK(std::fabs(as_cand.nll_cand + (double)lc[next]) <= tol);
+  }
+}

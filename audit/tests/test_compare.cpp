@@ -10,6 +10,8 @@
 #include <fstream>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "audit/interop/compare.h"
 #include "audit/interop/dumps.h"
 #include "audit/interop/npy.h"
@@ -224,4 +226,27 @@ TEST_CASE("layer_of reads every digit of blk.N and nothing after it") {
   CHECK(layer_of("blk.") == -1);
   CHECK(layer_of("output_norm") == -1);
   CHECK(layer_of("token_embd.blk.1") == -1);
+}
+
+// compare.h: the trace comparison names the first op that is not bit-identical and the first
+// beyond max_nmse, by index into the trace — index 0 included (JSON null only when none).
+TEST_CASE("trace comparison: an op beyond max_nmse at index 0 is named, by index") {
+  const std::vector<TraceEntry> want = {{"blk.0.attn_norm", 0, {1.0f, 2.0f, 3.0f}}, {"blk.0.attn_q", 0, {4.0f, 5.0f}}};
+  for (int at : {0, 1}) {
+    std::vector<TraceEntry> got = want;
+    got[at].values[0] *= 2.0f;  // NMSE 1/14 or 16/41: far beyond 1e-7
+    const TraceComparison c = compare_trace_dumps(want, got, 1e-7);
+    CHECK_FALSE(c.pass);
+    CHECK(c.first_beyond == at);
+    const nlohmann::json j = trace_comparison_json(c, want, got);
+    REQUIRE(j["first_beyond"].is_object());
+    CHECK(j["first_beyond"]["index"] == at);
+    CHECK(j["first_beyond"]["op"] == want[at].name);
+    CHECK(j["first_beyond"]["layer"] == 0);
+    CHECK(j["first_divergent"]["index"] == at);
+  }
+  const nlohmann::json same = trace_comparison_json(compare_trace_dumps(want, want, 1e-7), want, want);
+  CHECK(same["first_beyond"].is_null());
+  CHECK(same["first_divergent"].is_null());
+  CHECK(same["bit_exact"] == true);
 }

@@ -405,3 +405,28 @@ TEST_CASE("calibrate: one compared logprob is enough, none is refused", "[replay
     CHECK(err.field() == "calibration");
   }
 }
+
+// A vLLM request field that changes sampling in a way the reference does not implement is
+// accepted only while it is off (docs/replay.md): null, false, [], {} and "" are off; anything
+// else refuses the record naming request.<field>.
+TEST_CASE("vLLM off-only request fields: accepted while off, refused naming the field otherwise", "[replay]") {
+  NaiveParams q;
+  q.history = {1, 7, 42};
+  for (const json& off : {json(nullptr), json(false), json::array(), json::object(), json("")})
+    for (const char* key : {"echo", "use_beam_search", "guided_json", "allowed_token_ids"}) {
+      json line = vllm_record(q);
+      line["request"][key] = off;
+      INFO(key << " = " << off.dump());
+      CHECK_NOTHROW(adapt_engine_record(line, "vllm.jsonl:1", fx().tok));
+    }
+  for (const json& on : {json(true), json::array({3}), json("x"), json(1)}) {
+    json line = vllm_record(q);
+    line["request"]["use_beam_search"] = on;
+    try {
+      adapt_engine_record(line, "vllm.jsonl:1", fx().tok);
+      FAIL("use_beam_search " << on.dump() << " accepted");
+    } catch (const InputError& e) {
+      CHECK(e.field() == "request.use_beam_search");
+    }
+  }
+}

@@ -327,6 +327,12 @@ TEST_CASE("foreign OpenAI-style records: support and logprobs within tolerance",
     CHECK(first_finding(rep, Verdict::LogprobMismatch)->index == 5);
     CHECK(std::fabs(first_finding(rep, Verdict::LogprobMismatch)->margin - 0.5) < 1e-4);
   }
+  SECTION("the first implausible token is where the record diverged, also at index 0") {
+    for (int i : {0, 5, 9}) f["choices"][0]["logprobs"]["token_logprobs"][i] = rec.steps[i].logprobs.raw_logprob + 0.5;
+    rep = replay_line({1, f.dump()}, "f.jsonl", fx().rm(), ro);
+    REQUIRE(rep.status == RecordStatus::Diverged);
+    CHECK(rep.diverged_at == 0);
+  }
   SECTION("a stated top_k of 1 makes the first non-argmax token impossible") {
     f["top_k"] = 1;
     int first = -1;

@@ -250,6 +250,7 @@ static void print_report(const nlohmann::json& j, const Model& m, const BenchOpt
 static void add_device_fields(nlohmann::json& j, const Model& m, const BenchOptions& o) {
   stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   j["backend"] = o.backend;
+  j["numerics"] = o.numerics;
   j["threads"] = o.model.threads;
   j["repetitions"] = o.repetitions;
   j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();

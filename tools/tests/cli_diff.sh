@@ -110,6 +110,17 @@ case $CASE in
     [ "$RC" -eq 0 ] || fail "cuda-emu exit $RC: $(cat "$WORK/err")"
     cmp -s "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" \
       || fail "certificates differ: $(diff "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" | head -5)"
+    # the ggml-profile candidate on the device: the reference's ggml certificate, byte for byte
+    run_capture "${c[@]}" --out "$WORK/gref" --json --candidate-numerics ggml
+    [ "$RC" -eq 0 ] || fail "reference ggml exit $RC: $(cat "$WORK/err")"
+    run_capture "${c[@]}" --out "$WORK/gemu" --json --candidate-numerics ggml --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "cuda-emu ggml exit $RC: $(cat "$WORK/err")"
+    jq -e '.candidate.numerics == "ggml"' "$WORK/gemu/certificate.json" >/dev/null || fail "no ggml on the certificate"
+    cmp -s "$WORK/gref/certificate.json" "$WORK/gemu/certificate.json" \
+      || fail "ggml certificates differ: $(diff "$WORK/gref/certificate.json" "$WORK/gemu/certificate.json" | head -5)"
+    cmp -s "$WORK/ref/certificate.json" "$WORK/gemu/certificate.json" && fail "the ggml certificate is the canonical one"
+    expect_input_error "" "--candidate-numerics" -- "${c[@]}" --out "$WORK/f" --backend cuda-emu --mode fast \
+      --candidate-numerics ggml
     expect_input_error "" "--threads" -- "${c[@]}" --out "$WORK/t" --backend cuda-emu --threads 2 ;;
   bench_emu)
     run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json

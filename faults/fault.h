@@ -131,6 +131,15 @@
     "Q5_0/Q5_1 elements 16..31 take their 5th bit from the wrong qh bit", "test_kernels_emu:[matmul_stored]")    \
   X(KERNEL_K_QUANT_SCALE_PAIR, "kernels", "matmul.cu RowStored Q4_K/Q5_K",                                       \
     "Q4_K/Q5_K high nibbles use the low nibbles' (scale, min) pair", "test_kernels_emu:[matmul_stored]") \
+  X(KERNEL_GGML_ACT_ROUND_AWAY, "kernels", "matmul_ggml.cu quantize_block32",                                  \
+    "the device ggml-profile Q8_0/Q8_1 activation quantizer rounds halves away from zero (roundf), not to even", \
+    "test_kernels_emu:[matmul_ggml]")                                                                          \
+  X(KERNEL_GGML_ACT_SCALE_128, "kernels", "matmul_ggml.cu quantize_block32",                                   \
+    "the device ggml-profile activation block scale is amax/128 (id 128/amax) instead of amax/127",            \
+    "test_kernels_emu:[matmul_ggml]")                                                                          \
+  X(KERNEL_GGML_COMBINE_REVERSED, "kernels", "matmul_ggml.cu matmul_ggml32 / matmul_ggml_k kernels",           \
+    "the device ggml-profile matmul combines the per-block scale products in decreasing block order",         \
+    "test_kernels_emu:[matmul_ggml]")                                                                          \
   X(TP_RANK_SUM_ORDER, "reference/compute", "forward head (tensor parallel)",                                     \
     "the last of several tensor-parallel ranks sums its LM-head rows left to right, not in 16 lanes", "test_tp") \
   X(DEVICE_BATCH_SAMPLES_ROW0, "optimized", "DeviceBatchEngine::sample",                                         \

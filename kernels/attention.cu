@@ -18,14 +18,15 @@ __device__ __forceinline__ long long kv_row(const PagedKvLayer& kv, int seq, int
 }
 
 __global__ void kv_store_kernel(PagedKvLayer kv, const float* k, const float* v, const int* seq,
-                                const int* pos, int T) {
+                                const int* pos, int T, bool f16) {
+  using namespace oracle::num;
   const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (long long)T * kv.kv_dim) return;
   const long long t = idx / kv.kv_dim;
   const int e = (int)(idx % kv.kv_dim);
   const long long row = kv_row(kv, seq[t], pos[t]);
-  kv.k_pool[row + e] = k[idx];
-  kv.v_pool[row + e] = v[idx];
+  kv.k_pool[row + e] = f16 ? fp16_to_f32(f32_to_fp16(k[idx])) : k[idx];
+  kv.v_pool[row + e] = f16 ? fp16_to_f32(f32_to_fp16(v[idx])) : v[idx];
 }
 
 // Where chunk rows come from: the paged pools (v1) or a shared-memory tile (v2).
@@ -46,13 +47,16 @@ struct TileRows {
 // The chunk partials of one (query, head): m_c, s_c and o_c over [j0, j1) in
 // the order of the formula. Shared by both versions, so they cannot differ.
 template <typename Rows>
-__device__ void chunk_partial(const float* qh, const Rows& rows, int j0, int j1, int hd, float* ml, float* oc) {
+__device__ void chunk_partial(const float* qh, const Rows& rows, int j0, int j1, int hd, bool ggml_scales, float* ml,
+                              float* oc) {
   using namespace oracle::num;
   const float scale = sqrt_rn((float)hd);
+  const float kq_scale = div_rn(1.0f, scale);  // ggml profile: kq_scale = 1.0f / sqrtf(hd), multiplied
   float score[kAttnChunk];
   float m = -inf_f32();
   for (int j = j0; j < j1; j++) {
-    score[j - j0] = div_rn(dot_canonical(qh, rows.k(j), hd), scale);
+    const float qk = dot_canonical(qh, rows.k(j), hd);
+    score[j - j0] = ggml_scales ? mul_rn(qk, kq_scale) : div_rn(qk, scale);
     if (score[j - j0] > m) m = score[j - j0];
   }
   for (int d = 0; d < hd; d++) oc[d] = 0.0f;
@@ -80,7 +84,7 @@ __global__ void attention_partial_kernel(const float* q, PagedKvLayer kv, const 
   const int j1 = j0 + kAttnChunk <= p + 1 ? j0 + kAttnChunk : p + 1;
   const int g = h / (s.n_heads / s.n_kv_heads);
   PoolRows rows{&kv, seq[t], g, s.head_dim};
-  chunk_partial(q + (t * s.n_heads + h) * s.head_dim, rows, j0, j1, s.head_dim, ml + idx * 2, o + idx * s.head_dim);
+  chunk_partial(q + (t * s.n_heads + h) * s.head_dim, rows, j0, j1, s.head_dim, s.ggml_scales, ml + idx * 2, o + idx * s.head_dim);
 }
 
 // v2 (tiled) — one warp per (32 consecutive queries, head h, chunk c). When
@@ -118,10 +122,10 @@ __global__ void attention_partial_tiled_kernel(const float* q, PagedKvLayer kv, 
   const float* qh = q + (t * s.n_heads + h) * hd;
   if (shared_seq) {
     TileRows rows{tile, tile + kAttnChunk * hd, j0, hd};
-    chunk_partial(qh, rows, j0, j1, hd, ml + idx * 2, o + idx * hd);
+    chunk_partial(qh, rows, j0, j1, hd, s.ggml_scales, ml + idx * 2, o + idx * hd);
   } else {
     PoolRows rows{&kv, my_seq, g, hd};
-    chunk_partial(qh, rows, j0, j1, hd, ml + idx * 2, o + idx * hd);
+    chunk_partial(qh, rows, j0, j1, hd, s.ggml_scales, ml + idx * 2, o + idx * hd);
   }
 }
 
@@ -154,15 +158,15 @@ __global__ void attention_merge_kernel(const int* pos, int T, int n_chunks, Atte
     O = fma_rn(o[(base + c) * hd + d], b, mul_rn(O, a));
     M = Mn;
   }
-  out[idx] = div_rn(O, L);
+  out[idx] = s.ggml_scales ? mul_rn(O, div_rn(1.0f, L)) : div_rn(O, L);  // ggml: S_inv = 1.0f / S, V *= S_inv
 }
 
 }  // namespace
 
 void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int* seq, const int* pos,
-              int T, cudaStream_t stream) {
+              int T, cudaStream_t stream, bool f16) {
   const long long n = (long long)T * kv.kv_dim;
-  if (n > 0) launch(flat_launch(n, kThreads, stream), kv_store_kernel, kv, k, v, seq, pos, T);
+  if (n > 0) launch(flat_launch(n, kThreads, stream), kv_store_kernel, kv, k, v, seq, pos, T, f16);
 }
 
 void attention(float* out, const float* q, const PagedKvLayer& kv, const int* seq, const int* pos, int T,

@@ -58,11 +58,17 @@ struct AttentionShape {
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
+  // The ggml numerics profile (docs/numerics.md §5.2): score_j = mul_rn(q·k, div_rn(1, sqrt_rn(hd)))
+  // instead of the division, out[d] = mul_rn(O[d], div_rn(1, L)) instead of div_rn(O[d], L)
+  // (reference ops::attention with ggml_scales).
+  bool ggml_scales = false;
 };
 
-// Writes k[t], v[t] into the cache slot of (seq[t], pos[t]).
+// Writes k[t], v[t] into the cache slot of (seq[t], pos[t]). f16: each value stored
+// rounded to F16 (fp16_to_f32(f32_to_fp16(x)), nearest even) — the ggml profile's
+// F16 K/V cache (reference ops::fp16_roundtrip); the pools stay float32.
 void kv_store(const PagedKvLayer& kv, const float* k, const float* v, const int* seq, const int* pos,
-              int T, cudaStream_t stream = nullptr);
+              int T, cudaStream_t stream = nullptr, bool f16 = false);
 
 // Chunks needed when every pos[t] <= max_pos.
 inline int attention_chunks(int max_pos) { return max_pos / kAttnChunk + 1; }

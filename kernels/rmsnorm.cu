@@ -28,7 +28,24 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, float* out, int n
   }
 }
 
+// ggml profile: one thread per token, float64 sum of float32 squares in increasing k.
+__global__ void rmsnorm_ggml_kernel(const float* x, const float* w, float* out, int n, int T, float eps) {
+  using namespace oracle::num;
+  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= T) return;
+  const float* xt = x + t * n;
+  double sum = 0.0;
+  for (int k = 0; k < n; k++) sum += (double)mul_rn(xt[k], xt[k]);
+  const float mean = (float)(sum / (double)n);
+  const float r = div_rn(1.0f, sqrt_rn(add_rn(mean, eps)));
+  for (int k = 0; k < n; k++) out[t * n + k] = mul_rn(mul_rn(xt[k], r), w[k]);
+}
+
 }  // namespace
+
+void rmsnorm_ggml(float* out, const float* x, const float* w, int T, int n, float eps, cudaStream_t stream) {
+  if (T > 0) launch(flat_launch(T, kThreads, stream), rmsnorm_ggml_kernel, x, w, out, n, T, eps);
+}
 
 void rmsnorm(float* out, const float* x, const float* w, int T, int n, float eps, cudaStream_t stream) {
   if (T > 0) launch(group_launch(T, kTokensPerBlock, kThreads, stream), rmsnorm_kernel, x, w, out, n, T, eps);

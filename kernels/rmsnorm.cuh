@@ -19,4 +19,14 @@ namespace oracle::kernels {
 void rmsnorm(float* out, const float* x, const float* w, int T, int n, float eps,
              cudaStream_t stream = nullptr);
 
+// The ggml numerics profile's RMSNorm (docs/numerics.md §5.2; ggml_compute_forward_rms_norm_f32):
+//   sum = Σ_k (double)mul_rn(x[k], x[k]) in float64, increasing k, from +0;
+//   mean = (float)(sum / (double)n); r = div_rn(1.0f, sqrt_rn(add_rn(mean, eps)));
+//   out[k] = mul_rn(mul_rn(x[k], r), w[k]).
+// Shapes as rmsnorm (out may alias x). Thread mapping: one thread per token (the float64
+// sum is one sequential chain), 128 threads per block. Matches reference/compute/
+// qmatmul_ggml.h rmsnorm_ggml bit for bit.
+void rmsnorm_ggml(float* out, const float* x, const float* w, int T, int n, float eps,
+                  cudaStream_t stream = nullptr);
+
 }  // namespace oracle::kernels

@@ -13,10 +13,12 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/embedding.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/matmul_ggml.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
 #include "faults/fault.h"
 #include "base/errors.h"
+#include "reference/compute/qmatmul_ggml.h"
 
 namespace oracle::optimized {
 
@@ -33,6 +35,7 @@ void grow(Scratch& s, const Config& c, int n) {
   s.gate.resize((size_t)n * c.hidden_dim), s.up.resize((size_t)n * c.hidden_dim);
   s.attn_ws.resize(k::attention_workspace_floats(n, {c.n_heads, c.n_kv_heads, c.head_dim}, c.seq_len - 1));
   s.logits.resize((size_t)n * c.vocab_size);
+  s.act.resize((size_t)n * sizeof(float) * std::max({(size_t)c.dim, q_dim, (size_t)c.hidden_dim}));
   s.rows = n;
 }
 
@@ -45,11 +48,41 @@ int graph_pos_bound(int max_pos, int seq_len) {
   while (chunks < k::attention_chunks(max_pos)) chunks *= 2;
   return std::max(max_pos, std::min(chunks * k::kAttnChunk, seq_len) - 1);
 }
+
+// The ggml profile runs in deterministic mode on weights with a ggml CPU dot, each kept as the
+// file's blocks (K a multiple of the block): refused otherwise, as the reference refuses them.
+BackendOptions checked_options(const Model& model, BackendOptions o) {
+  if (o.numerics != num::NumericsProfile::Ggml) return o;
+  require_input(o.mode == Mode::Deterministic, "backend", "numerics",
+                "the ggml profile runs in deterministic mode only (fast modes are canonical matmuls)");
+  const Config& c = model.config;
+  auto check = [&](const WeightMatrix& w, int K) {
+    ops::ggml_dot_partner(w.type);  // InputError for a type with no ggml CPU dot
+    require_input(K % dtype_block_elems(w.type) == 0, dtype_name(w.type), "numerics",
+                  "the ggml profile needs K a multiple of the weight type's block");
+  };
+  check(model.weights.classifier, c.dim);
+  for (const LayerWeights& l : model.weights.layers) {
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.w_gate, &l.w_up}) check(*w, c.dim);
+    check(l.wo, c.n_heads * c.head_dim);
+    check(l.w_down, c.hidden_dim);
+  }
+  o.keep_quantized = true;  // the integer dots read the file's blocks
+  return o;
+}
 }  // namespace
 
 Backend::Backend(const Model& model, const DeviceKvOptions& kv_options, const BackendOptions& options)
-    : options_(options), model_(model, {options.keep_quantized, options.mode == Mode::Fast}), kv_(model.config, kv_options) {
+    : options_(checked_options(model, options)),
+      model_(model, {options_.keep_quantized, options_.mode == Mode::Fast, ggml()}),
+      kv_(model.config, kv_options) {
   if (options_.mode == Mode::Fast) fast_gemm_ = std::make_unique<kernels::FastGemm>();
+}
+
+void Backend::norm(float* out, const float* x, const float* w, int T) {
+  const Config& c = config();
+  if (ggml()) k::rmsnorm_ggml(out, x, w, T, c.dim, c.norm_eps, stream_.get());
+  else k::rmsnorm(out, x, w, T, c.dim, c.norm_eps, stream_.get());
 }
 
 // Fast mode's cuBLAS takes the float32 matrices; every other matrix (and every matrix in
@@ -60,7 +93,8 @@ void Backend::matmul(const char* op, float* out, const float* x, const DeviceMat
     if (options_.audit) options_.audit->check(op, x, W.f32.get(), out, T, K, N);
     return;
   }
-  k::matmul(out, x, W.view(), T, K, N, stream_.get());
+  if (ggml()) k::matmul_ggml(out, x, W.view(), T, K, N, s_.act.get(), stream_.get());
+  else k::matmul(out, x, W.view(), T, K, N, stream_.get());
 }
 
 void Backend::emit(const char* name, int layer, const DeviceBuffer<float>& buf, int width, int first, int count) {
@@ -79,7 +113,7 @@ void Backend::attention_block(int l, int n, int max_pos) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
   const int q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  k::rmsnorm(s_.xb.get(), s_.x.get(), w.attn_norm.get(), n, c.dim, c.norm_eps, stream_.get());
+  norm(s_.xb.get(), s_.x.get(), w.attn_norm.get(), n);
   emit("blk.%d.attn_norm", l, s_.xb, c.dim, 0, n);
   matmul("attn_q", s_.q.get(), s_.xb.get(), w.wq, n, c.dim, q_dim);
   matmul("attn_k", s_.k.get(), s_.xb.get(), w.wk, n, c.dim, kv_dim);
@@ -93,9 +127,9 @@ void Backend::attention_block(int l, int n, int max_pos) {
   emit("blk.%d.k", l, s_.k, kv_dim, 0, n);
   emit("blk.%d.v", l, s_.v, kv_dim, 0, n);
   const k::PagedKvLayer layer = kv_.layer(l);
-  k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n, stream_.get());
+  k::kv_store(layer, s_.k.get(), s_.v.get(), s_.seqs.get(), s_.positions.get(), n, stream_.get(), ggml());
   k::attention(s_.att.get(), s_.q.get(), layer, s_.seqs.get(), s_.positions.get(), n, max_pos,
-               {c.n_heads, c.n_kv_heads, c.head_dim}, s_.attn_ws.get(), stream_.get());
+               {c.n_heads, c.n_kv_heads, c.head_dim, ggml()}, s_.attn_ws.get(), stream_.get());
   emit("blk.%d.attn_out", l, s_.att, q_dim, 0, n);
   matmul("attn_output", s_.proj.get(), s_.att.get(), w.wo, n, q_dim, c.dim);
   emit("blk.%d.attn_proj", l, s_.proj, c.dim, 0, n);
@@ -106,7 +140,7 @@ void Backend::attention_block(int l, int n, int max_pos) {
 void Backend::ffn_block(int l, int n) {
   const Config& c = config();
   const DeviceLayer& w = model_.layers[l];
-  k::rmsnorm(s_.xb.get(), s_.x.get(), w.ffn_norm.get(), n, c.dim, c.norm_eps, stream_.get());
+  norm(s_.xb.get(), s_.x.get(), w.ffn_norm.get(), n);
   emit("blk.%d.ffn_norm", l, s_.xb, c.dim, 0, n);
   matmul("ffn_gate", s_.gate.get(), s_.xb.get(), w.w_gate, n, c.dim, c.hidden_dim);
   matmul("ffn_up", s_.up.get(), s_.xb.get(), w.w_up, n, c.dim, c.hidden_dim);
@@ -174,8 +208,7 @@ void Backend::run_layers(int n, int first, int max_pos) {
     attention_block(l, n, max_pos);
     ffn_block(l, n);
   }
-  k::rmsnorm(s_.xb.get(), s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), n_out, c.dim,
-             c.norm_eps, stream_.get());
+  norm(s_.xb.get(), s_.x.get() + (size_t)first * c.dim, model_.final_norm.get(), n_out);
   matmul("output", s_.logits.get(), s_.xb.get(), model_.classifier, n_out, c.dim, c.vocab_size);
   if (options_.trace) {  // head rows sit at 0.. in xb/logits; their positions at first..
     row_pos_.erase(row_pos_.begin(), row_pos_.begin() + first);

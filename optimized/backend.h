@@ -34,6 +34,8 @@ struct Scratch {
   DeviceBuffer<float> attn_ws;      // attention_workspace_floats(rows, ..., seq_len - 1)
   DeviceBuffer<float> logits;       // (rows, vocab_size)
   DeviceBuffer<int> argmax;         // (rows)
+  DeviceBuffer<uint8_t> act;        // ggml profile: (rows, 4 * max(dim, q_dim, hidden_dim)) bytes, the
+                                    // activation rows in a weight's dot partner (kernels/matmul_ggml.cuh)
 };
 
 // Deterministic: every op a canonical kernel, logits bit-identical to the
@@ -55,6 +57,13 @@ struct BackendOptions {
   bool cuda_graphs = true;
   // Fast mode: every fast matmul checked against its derived bound (fast_audit.h).
   FastAudit* audit = nullptr;
+  // Operation orders (numerics/profile.h). Ggml (docs/numerics.md §5.2, docs/cuda.md "The
+  // ggml profile on the device"): kernels::matmul_ggml (activations quantized to the weight's
+  // ggml dot partner, dp4a integer block dots), rmsnorm_ggml, the F16 K/V store, ggml's
+  // attention scales and RoPE table; deterministic mode only, every matrix kept as the
+  // file's blocks. Refused (InputError, field "numerics") in Fast mode and for weights
+  // without a ggml dot, as the reference refuses them.
+  num::NumericsProfile numerics = num::NumericsProfile::Canonical;
 };
 
 class Backend {
@@ -87,6 +96,9 @@ class Backend {
   void run_layers(int n, int first, int max_pos);
   void attention_block(int l, int n, int max_pos);
   void ffn_block(int l, int n);
+  bool ggml() const { return options_.numerics == num::NumericsProfile::Ggml; }
+  // out (T, n) = RMSNorm of x (T, n) by w in the configured profile.
+  void norm(float* out, const float* x, const float* w, int T);
   // out (T, N) = x (T, K) · W^T in the configured mode.
   // `op` names the matrix for the fast-mode audit ("attn_q", ..., "output").
   void matmul(const char* op, float* out, const float* x, const DeviceMatrix& W, int T, int K, int N);

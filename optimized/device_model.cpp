@@ -87,7 +87,7 @@ DeviceModel::DeviceModel(const Model& model, const DeviceModelOptions& options)
   const int half = c.head_dim / 2;
   std::vector<float> cos_t((size_t)c.seq_len * half), sin_t((size_t)c.seq_len * half);
   for (int p = 0; p < c.seq_len; p++)
-    rope_table_row(c, p, &cos_t[(size_t)p * half], &sin_t[(size_t)p * half]);
+    (options_.ggml_rope ? rope_table_row_ggml : rope_table_row)(c, p, &cos_t[(size_t)p * half], &sin_t[(size_t)p * half]);
   rope_cos.upload(cos_t);
   rope_sin.upload(sin_t);
 }

@@ -3,7 +3,8 @@
 // DeviceModel: the weights of a Model uploaded to the device from its
 // stored-type views (same bits as the reference's dequantization), plus the
 // RoPE cos/sin tables computed once on the host with the reference's
-// rope_table_row (plain or scaled, reference/compute/rope_table.h) so both
+// rope_table_row (plain or scaled, reference/compute/rope_table.h; the ggml
+// profile's rope_table_row_ggml with DeviceModelOptions::ggml_rope) so both
 // pipelines rotate by identical floats.
 // ============================================================================
 #include <string>
@@ -47,6 +48,8 @@ struct DeviceLayer {
 struct DeviceModelOptions {
   bool keep_quantized = false;  // upload every non-F32 stored type as the file's blocks (see DeviceMatrix)
   bool float_types_as_f32 = false;  // with keep_quantized: F16 / BF16 still float32 (fast mode's cuBLAS runs on them)
+  // The ggml numerics profile's RoPE table (rope_table_row_ggml) instead of rope_table_row.
+  bool ggml_rope = false;
 };
 
 class DeviceModel {

@@ -17,8 +17,9 @@
 namespace oracle::optimized {
 namespace {
 
-optimized::BackendOptions backend_options(DeviceMode mode, Trace* trace = nullptr) {
+optimized::BackendOptions backend_options(DeviceMode mode, num::NumericsProfile numerics, Trace* trace = nullptr) {
   optimized::BackendOptions bo;
+  bo.numerics = numerics;
   bo.mode = is_fast(mode) ? optimized::Mode::Fast : optimized::Mode::Deterministic;
   bo.precision = mode == DeviceMode::FastTf32   ? kernels::FastPrecision::TF32
                  : mode == DeviceMode::FastBf16 ? kernels::FastPrecision::BF16
@@ -43,7 +44,9 @@ std::string unavailable() {
 optimized::Backend single_sequence(const Model& m, const optimized::BackendOptions& bo) {
   return optimized::Backend(m, {1, 16, 0}, bo);
 }
-optimized::Backend single_sequence(const Model& m, DeviceMode mode) { return single_sequence(m, backend_options(mode)); }
+optimized::Backend single_sequence(const Model& m, DeviceMode mode, num::NumericsProfile numerics) {
+  return single_sequence(m, backend_options(mode, numerics));
+}
 
 // The device greedy loop of every tool: prefill `prompt`, then at step i = 0, 1, ...
 // the device argmax of the last logits row (argmax_lowest: ties to the lowest id)
@@ -62,8 +65,8 @@ void greedy_loop(optimized::Backend& dev, std::span<const int> prompt,
 // One request on the device: Backend's forward, DeviceSampler over its logits.
 class DeviceEngine : public StepEngine {
  public:
-  DeviceEngine(const Model& m, const SamplerConfig& s, DeviceMode mode)
-      : dev_(single_sequence(m, mode)), sampler_(s, m.config.vocab_size) {}
+  DeviceEngine(const Model& m, const SamplerConfig& s, DeviceMode mode, num::NumericsProfile numerics)
+      : dev_(single_sequence(m, mode, numerics)), sampler_(s, m.config.vocab_size) {}
   std::vector<float> forward(std::span<const int> tokens) override { return dev_.forward(0, tokens); }
   SampledToken sample(std::span<const float>, const SamplingContext& ctx, int top_n) override {
     optimized::DeviceSample d = sampler_.sample(dev_.logits_device(), std::span<const SamplingContext>(&ctx, 1), top_n)[0];
@@ -78,13 +81,13 @@ class DeviceEngine : public StepEngine {
 GenerationResult generate(const Model& m, const Tokenizer& tok, const std::string& prompt, const GenerateOptions& o,
                           DeviceMode mode) {
   validate(o.sampler, m.config.vocab_size);  // before anything reaches the device
-  DeviceEngine engine(m, o.sampler, mode);
+  DeviceEngine engine(m, o.sampler, mode, o.numerics);
   return generate_with(engine, m, tok, prompt, o);
 }
 
 // ---- fast mode's golden check ----------------------------------------------------------------
 int greedy_agreement(const Model& m, const std::vector<int>& prompt, const std::vector<int>& ids, DeviceMode mode) {
-  optimized::Backend dev = single_sequence(m, mode);
+  optimized::Backend dev = single_sequence(m, mode, num::NumericsProfile::Canonical);  // fast modes: canonical
   dev.forward(0, prompt);
   int agree = 0;
   for (size_t i = 0; i < ids.size(); i++) {
@@ -95,15 +98,16 @@ int greedy_agreement(const Model& m, const std::vector<int>& prompt, const std::
 }
 
 // ---- oracle certify ---------------------------------------------------------------------------
-std::vector<float> logits(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode) {
-  optimized::Backend dev = single_sequence(m, mode);
+std::vector<float> logits(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode,
+                          num::NumericsProfile numerics) {
+  optimized::Backend dev = single_sequence(m, mode, numerics);
   return dev.forward(0, tokens, all_logits);
 }
 
 // ---- oracle diff -----------------------------------------------------------------------------
-void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& t,
-           std::vector<FastOpCheck>* fast_ops) {
-  optimized::BackendOptions bo = backend_options(mode, &t);
+void trace(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode,
+           num::NumericsProfile numerics, Trace& t, std::vector<FastOpCheck>* fast_ops) {
+  optimized::BackendOptions bo = backend_options(mode, numerics, &t);
   optimized::FastAudit audit(bo.precision);
   if (fast_ops && is_fast(mode)) bo.audit = &audit;
   optimized::Backend dev = single_sequence(m, bo);
@@ -127,11 +131,12 @@ double peak_bandwidth() {
 #endif
 }
 
-nlohmann::json bench(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens) {
+nlohmann::json bench(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens,
+                     num::NumericsProfile numerics) {
   const Config& c = m.config;
   std::vector<int> prompt((size_t)prompt_tokens);  // BOS then a fixed sequence (content does not matter)
   for (int i = 0; i < prompt_tokens; i++) prompt[(size_t)i] = i == 0 ? 1 % c.vocab_size : (3 + 31 * i) % c.vocab_size;
-  optimized::BackendOptions bo = backend_options(mode);
+  optimized::BackendOptions bo = backend_options(mode, numerics);
   bo.cuda_graphs = cuda_graphs;
   optimized::Backend dev = single_sequence(m, bo);
   Stopwatch prefill, decode;

@@ -19,6 +19,7 @@
 
 #include "reference/compute/forward.h"
 #include "reference/generate/generate.h"
+#include "numerics/profile.h"
 #include "reference/model/model.h"
 
 namespace oracle::optimized {
@@ -48,7 +49,10 @@ struct FastOpCheck {
   double worst_ratio = 0;   // max |error| / allowance
 };
 
-// One device pipeline: what the subcommands run on it.
+// One device pipeline: what the subcommands run on it. Every entry runs the
+// numerics profile it is given (generate: GenerateOptions::numerics): canonical,
+// or ggml (docs/numerics.md §5.2) in deterministic mode; a fast mode with ggml is
+// refused (InputError, field "numerics").
 struct DevicePipeline {
   const char* name;  // "cuda-emu" | "cuda"
   // "" when it can run here, else why not ("no CUDA GPU found").
@@ -57,6 +61,7 @@ struct DevicePipeline {
   // prompt prefilled in one call, every step's logits and the whole sampler chain
   // (optimized::DeviceSampler: every processor, greedy or the Philox draw, the
   // logprob report) on the device; stops, text and the result as the reference.
+  // o.numerics picks the profile (ggml: deterministic mode only, else InputError "numerics").
   GenerationResult (*generate)(const Model& m, const Tokenizer& tok, const std::string& prompt,
                                const GenerateOptions& o, DeviceMode mode);
   // Fast mode's golden check: the greedy record's output ids teacher-forced
@@ -65,17 +70,19 @@ struct DevicePipeline {
   int (*greedy_agreement)(const Model& m, const std::vector<int>& prompt, const std::vector<int>& ids, DeviceMode mode);
   // `tokens` fed to a fresh sequence in one call: every position's logits (n, vocab)
   // when all_logits, else the last row (oracle certify --backend).
-  std::vector<float> (*logits)(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode);
+  std::vector<float> (*logits)(const Model& m, const std::vector<int>& tokens, bool all_logits, DeviceMode mode,
+                               num::NumericsProfile numerics);
   // Times one prefill of prompt_tokens then decode_tokens greedy steps; JSON
   // with tokens/s, the weight bytes a decode step reads and the achieved
   // bandwidth (and the GPU's peak, on the GPU). cuda_graphs: decode steps replayed
   // as captured graphs (else launched one by one; prefill is never graphed).
-  nlohmann::json (*bench)(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens);
+  nlohmann::json (*bench)(const Model& m, DeviceMode mode, bool cuda_graphs, int prompt_tokens, int decode_tokens,
+                          num::NumericsProfile numerics);
   // Feeds tokens[0, prompt_tokens) in one call, then the rest one at a time,
   // sending every named intermediate to `trace` (oracle diff). Fast mode with
   // `fast_ops`: every fast matmul is also checked against its derived bound.
-  void (*trace)(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode, Trace& trace,
-                std::vector<FastOpCheck>* fast_ops);
+  void (*trace)(const Model& m, const std::vector<int>& tokens, int prompt_tokens, DeviceMode mode,
+                num::NumericsProfile numerics, Trace& trace, std::vector<FastOpCheck>* fast_ops);
   // oracle kernels: the kernel case registry (optimized/kernel_cases.h) on this
   // pipeline. Every case of `set` ("check", "bench-tiny", "bench-model") whose op
   // is `op` ("" = all) is run once and judged, then, when reps > 0, run reps more
@@ -98,8 +105,9 @@ inline constexpr const char* kDevicePluginFile = "liboracle_device_cuda.so";
 inline constexpr const char* kDevicePluginEntry = "oracle_device_pipeline";
 using DevicePluginEntry = const DevicePipeline* (*)(std::uint64_t abi_key);
 // Bump kDevicePipelineAbi when DevicePipeline changes; the sizes catch most
-// changes of the types that cross the boundary.
-inline constexpr std::uint64_t kDevicePipelineAbi = 1;
+// changes of the types that cross the boundary. 2: the numerics profile
+// (num::NumericsProfile) passed to logits, bench and trace.
+inline constexpr std::uint64_t kDevicePipelineAbi = 2;
 constexpr std::uint64_t device_abi_key() {
   return kDevicePipelineAbi << 56 ^ (std::uint64_t)sizeof(DevicePipeline) << 44 ^ (std::uint64_t)sizeof(Model) << 32 ^
          (std::uint64_t)sizeof(GenerateOptions) << 20 ^ (std::uint64_t)sizeof(GenerationResult) << 8 ^

@@ -8,6 +8,7 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/embedding.cuh"
 #include "kernels/rmsnorm.cuh"
+#include "reference/compute/qmatmul_ggml.h"
 #include "kernels/rope.cuh"
 #include "kernels/softmax.cuh"
 #include "optimized/kernel_cases.h"
@@ -55,6 +56,27 @@ KernelCase rmsnorm_case(int n, int T, float eps, uint32_t seed) {
             Floats x = random_floats(rng, (size_t)T * n, 3.0f), w = random_floats(rng, n, 1.5f);
             auto st = std::make_shared<RmsState>(n, T, eps, std::move(x), std::move(w));
             return CaseRun{[st] { k::rmsnorm(st->dx.get(), st->dx.get(), st->dw.get(), st->T, st->n, st->eps); },
+                           [st] { return st->result(); }};
+          }};
+}
+
+// ---- RMSNorm of the ggml profile (in place): reference rmsnorm_ggml (float64 sum of squares) ----
+struct RmsGgmlState : RmsState {
+  using RmsState::RmsState;
+  CaseResult result() {
+    Expected ref{"reference", Floats(x.size())};
+    for (int t = 0; t < T; t++) ops::rmsnorm_ggml(&ref.values[(size_t)t * n], &x[(size_t)t * n], w.data(), n, eps);
+    return {{ref}, dx.host(), {}};
+  }
+};
+
+KernelCase rmsnorm_ggml_case(int n, int T, float eps, uint32_t seed) {
+  return {"rmsnorm_ggml", dims("rmsnorm_ggml", {{"n", n}, {"T", T}}), seed, Tolerance::Exact, 4.0 * (2.0 * T * n + n),
+          4.0 * T * n + 3.0 * T, [=](uint32_t s) {
+            std::mt19937 rng(s);
+            Floats x = random_floats(rng, (size_t)T * n, 3.0f), w = random_floats(rng, n, 1.5f);
+            auto st = std::make_shared<RmsGgmlState>(n, T, eps, std::move(x), std::move(w));
+            return CaseRun{[st] { k::rmsnorm_ggml(st->dx.get(), st->dx.get(), st->dw.get(), st->T, st->n, st->eps); },
                            [st] { return st->result(); }};
           }};
 }
@@ -257,6 +279,8 @@ void add_check(std::vector<KernelCase>& out) {
   uint32_t seed = 300;
   for (int n : {1, 7, 16, 17, 64, 100, 288})
     for (int T : {1, 3, 9}) out.push_back(rmsnorm_case(n, T, n % 2 ? 1e-6f : 1e-5f, seed++));
+  for (int n : {1, 17, 64, 288, 576})
+    for (int T : {1, 4}) out.push_back(rmsnorm_ggml_case(n, T, n % 2 ? 1e-6f : 1e-5f, seed++));
   seed = 400;
   const int heads[][2] = {{1, 1}, {4, 2}, {8, 1}, {8, 8}};
   for (int hd : {8, 64, 128})
@@ -280,6 +304,7 @@ void add_check(std::vector<KernelCase>& out) {
 void add_bench(std::vector<KernelCase>& out, bool model) {
   const int dim = model ? 4096 : 64, hidden = model ? 14336 : 172, vocab = model ? 128256 : 512;
   out.push_back(rmsnorm_case(dim, 1, 1e-5f, 1));
+  out.push_back(rmsnorm_ggml_case(dim, 1, 1e-5f, 8));
   out.push_back(rope_case(model ? RopeShape{32, 8, 128, 1, 500000.0f} : RopeShape{4, 2, 16, 1, 10000.0f}, 2));
   out.push_back(pair_case(Elementwise::Swiglu, hidden, 1, 3));
   out.push_back(pair_case(Elementwise::Residual, dim, 1, 4));

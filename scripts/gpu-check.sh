@@ -105,6 +105,10 @@ step golden_verify_cuda_deterministic 180 bash -c "'$oracle' golden verify golde
   >'$out/golden_verify_cuda_deterministic.json'"
 step golden_verify_cuda_fast 90 bash -c "'$oracle' golden verify golden --backend cuda --mode fast --json \
   >'$out/golden_verify_cuda_fast.json'"
+# The ggml numerics profile's records (golden/ggml: the dp4a integer-dot matmul, docs/cuda.md
+# "The ggml profile on the device"), deterministic mode, bit for bit.
+step golden_verify_ggml_cuda 120 bash -c "'$oracle' golden verify golden/ggml --backend cuda --json \
+  >'$out/golden_verify_ggml_cuda.json'"
 
 # Benchmarks: the llama3-8b shape (its dims, heads, vocabulary) with 4 of its 32 blocks —
 # the per-step bytes of a block are the full model's, and the whole model would not

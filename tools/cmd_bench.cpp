@@ -250,6 +250,7 @@ static void print_report(const nlohmann::json& j, const Model& m, const BenchOpt
 static void add_device_fields(nlohmann::json& j, const Model& m, const BenchOptions& o) {
   stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   j["backend"] = o.backend;
+  j["numerics"] = o.numerics;
   j["threads"] = o.model.threads;
   j["repetitions"] = o.repetitions;
   j["tpot_ms"] = 1e3 / j["decode_tok_s"].get<double>();
@@ -276,7 +277,7 @@ static int bench_device_pair(const DevicePipeline& dev, const Model& m, const Be
   nlohmann::json last[2];
   for (int r = 0; r < o.repetitions; r++) {
     for (int k = 0; k < 2; k++) {
-      last[k] = dev.bench(m, v[k].mode, v[k].cuda_graphs, o.prompt_tokens, o.decode_tokens);
+      last[k] = dev.bench(m, v[k].mode, v[k].cuda_graphs, o.prompt_tokens, o.decode_tokens, o.profile);
       pp[k].push_back(last[k]["prefill_tok_s"].get<double>());
       tg[k].push_back(last[k]["decode_tok_s"].get<double>());
       progress.update(2 * r + k + 1);
@@ -331,7 +332,7 @@ static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOp
   std::vector<double> pp, tg;
   nlohmann::json j;
   for (int r = 0; r < o.repetitions; r++) {
-    j = dev.bench(m, mode, graphs, o.prompt_tokens, o.decode_tokens);
+    j = dev.bench(m, mode, graphs, o.prompt_tokens, o.decode_tokens, o.profile);
     pp.push_back(j["prefill_tok_s"].get<double>());
     tg.push_back(j["decode_tok_s"].get<double>());
     progress.update(r + 1);
@@ -375,8 +376,11 @@ int run_bench(BenchOptions o) {
   require_input(o.mode != "both" || o.backend != "reference", o.mode, "--mode", "both is for device backends (cuda-emu, cuda)");
   parse_graphs(o);  // --cuda-graphs too
   o.profile = numerics_arg(o.numerics);
-  require_input(o.profile == num::NumericsProfile::Canonical || (o.backend == "reference" && !speculative_enabled(o.spec)),
-                o.numerics, "--numerics", "the ggml profile is benched on the plain reference loop only");
+  require_input(o.profile == num::NumericsProfile::Canonical || !speculative_enabled(o.spec), o.numerics, "--numerics",
+                "the ggml profile is benched on the plain loop only (no speculative decoding)");
+  require_input(o.profile == num::NumericsProfile::Canonical || o.backend == "reference" || o.mode == "deterministic",
+                o.numerics, "--numerics", "the ggml profile runs on the device in deterministic mode only (not --mode " +
+                o.mode + ")");
   fit_to_context(o, m.config.seq_len);
   const int64_t positions = (int64_t)o.prompt_tokens + o.decode_tokens;  // int64: no overflow
   require_input(positions <= m.config.seq_len, m.path, "context_length",

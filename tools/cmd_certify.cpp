@@ -57,15 +57,17 @@ static void use_backend(CertifyOptions& a) {
   if (!dev) return;
   const std::string on = " (not on --backend " + a.backend + ")";
   require_input(!a.options.candidate_kv_int8, "--candidate-kv-int8", "option", "the device KV cache is float32" + on);
-  require_input(a.options.candidate_numerics == num::NumericsProfile::Canonical, a.candidate_numerics,
-                "--candidate-numerics", "the ggml profile runs on the reference only" + on);
+  require_input(a.options.candidate_numerics == num::NumericsProfile::Canonical || !is_fast(mode), a.candidate_numerics,
+                "--candidate-numerics", "the ggml profile runs on the device in deterministic mode only (not --mode " +
+                a.mode + ")");
   require_input(a.options.threads == 1, std::to_string(a.options.threads), "--threads", "chunks run one at a time" + on);
   const KldOptions& k = a.kld;
   const char* kld_flag = !k.write_base.empty() ? "--write-kld-base" : !k.reference_base.empty() ? "--reference-kld-base"
                          : !k.candidate_base.empty() ? "--candidate-kld-base" : "--reference-cache";
   require_input(!kld_requested(k), "KLD base", kld_flag, "KLD-base modes are reference-only" + on);
-  a.options.candidate_forward = [dev, mode](const Model& m, const std::vector<int>& tokens, bool all) {
-    return dev->logits(m, tokens, all, mode);
+  const num::NumericsProfile numerics = a.options.candidate_numerics;
+  a.options.candidate_forward = [dev, mode, numerics](const Model& m, const std::vector<int>& tokens, bool all) {
+    return dev->logits(m, tokens, all, mode, numerics);
   };
 }
 

@@ -26,7 +26,7 @@ struct DiffOptions {
   std::string mode = "deterministic";
   int max_tokens = 16;  // greedy steps after the prefill, teacher-forced from the reference
   bool json = false;
-  std::string numerics = "canonical";  // --numerics: the device pipeline implements canonical only
+  std::string numerics = "canonical";  // --numerics: both pipelines' profile (ggml: deterministic mode only)
 };
 
 // Fast mode's end-to-end guard (docs/cuda.md "Fast mode"): per step max
@@ -56,13 +56,14 @@ static DiffRun run_both(const DevicePipeline& dev, const LoadedModel& lm, const 
   KvCache kv(lm.model.config, {});
   ForwardOptions fo;
   fo.trace = &tw;
+  fo.numerics = numerics_arg(o.numerics);  // both pipelines in the same profile
   std::vector<float> logits = forward(lm.model, kv, 0, r.tokens, fo);
   for (int step = 0; step < o.max_tokens; step++) {  // greedy on the reference; the device is teacher-forced
     const int next = num::argmax_lowest(logits.data(), lm.model.config.vocab_size);
     r.tokens.push_back(next);
     logits = forward(lm.model, kv, 0, std::span<const int>(&next, 1), fo);
   }
-  dev.trace(lm.model, r.tokens, r.prompt_tokens, parse_mode(o.mode), tg, &r.fast_ops);
+  dev.trace(lm.model, r.tokens, r.prompt_tokens, parse_mode(o.mode), fo.numerics, tg, &r.fast_ops);
   return r;
 }
 
@@ -168,8 +169,8 @@ int run_diff(const DiffOptions& o) {
   const DevicePipeline* dev = require_backend(o.backend);
   require_input(dev != nullptr, o.backend, "--backend", "diff compares a device backend (cuda-emu or cuda) with the reference");
   parse_mode(o.mode);
-  require_input(numerics_arg(o.numerics) == num::NumericsProfile::Canonical, o.numerics, "--numerics",
-                "the device pipeline implements the canonical profile only (docs/numerics.md)");
+  require_input(numerics_arg(o.numerics) == num::NumericsProfile::Canonical || !is_fast(parse_mode(o.mode)), o.numerics,
+                "--numerics", "the ggml profile runs on the device in deterministic mode only (not --mode " + o.mode + ")");
   const LoadedModel lm = load_model_and_tokenizer(o.model);
   const DiffRun r = run_both(*dev, lm, o);
   const TraceDiff d = compare_traces(r.want, r.got);
@@ -199,7 +200,8 @@ Command setup_diff(CLI::App& app) {
   sub->add_option("--max-tokens,-n", opts->max_tokens, "Greedy steps after the prefill (teacher-forced)")
       ->check(int_in<int>(0, 1 << 20));
   sub->add_flag("--json", opts->json, "Print one JSON object");
-  add_numerics_option(sub, opts->numerics, "--numerics", "canonical (the only profile of the device pipeline)");
+  add_numerics_option(sub, opts->numerics, "--numerics",
+                      "canonical, or ggml (deterministic mode only): the profile both pipelines run");
   return {sub, [opts] { return run_diff(*opts); }};
 }
 

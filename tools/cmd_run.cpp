@@ -224,8 +224,8 @@ static void refuse_on_device(const RunOptions& o) {
   refuse(!o.dump_logits.empty(), o.dump_logits, "--dump-logits", "dumps are the reference's teacher-forced logits");
   refuse(!o.dump_trace.empty(), o.dump_trace, "--dump-trace", "dumps are the reference's teacher-forced logits");
   refuse(o.model.threads != 1, std::to_string(o.model.threads), "--threads", "threads are the reference's");
-  refuse(o.gen.numerics != num::NumericsProfile::Canonical, o.numerics, "--numerics",
-         "the ggml profile runs on the reference only");
+  require_input(o.gen.numerics == num::NumericsProfile::Canonical || !is_fast(parse_mode(o.mode)), o.numerics,
+                "--numerics", "the ggml profile runs on the device in deterministic mode only (not --mode " + o.mode + ")");
 }
 
 int run_run(RunOptions o) {

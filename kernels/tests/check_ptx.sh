@@ -13,9 +13,10 @@ set -u
 nvcc=$1 root=$2 out=$3
 shift 3
 # matmul: dot lanes + offset dequantization; attention: q·k, p·v, merge;
-# rmsnorm: the sum of squares (a canonical dot). gemm_fast: fast mode (its
+# rmsnorm: the sum of squares (a canonical dot); matmul_ggml: the ggml profile's
+# per-block combine (docs/numerics.md §5.2). gemm_fast: fast mode (its
 # stand-in is an fmaf chain by definition; not the deterministic contract).
-FMA_FILES="matmul.cu attention.cu rmsnorm.cu gemm_fast.cu"
+FMA_FILES="matmul.cu matmul_ggml.cu attention.cu rmsnorm.cu gemm_fast.cu"
 mkdir -p "$out"
 status=0
 for f in "$@"; do

@@ -268,6 +268,54 @@ TEST_CASE("device pipeline: llama2xs Q8_0 / Q4_0 and stories260K F16 blocks with
   }
 }
 
+// ---- the ggml numerics profile (docs/cuda.md "The ggml profile on the device") ----------------------
+// Backend with numerics Ggml vs forward / forward_batch with ForwardOptions::numerics Ggml: a prefill
+// with all logits (block size 3), then a continuous batch of 3 sequences at different positions, on
+// llama2xs Q4_0 (Q8_0 activations) and stories260K F16 (F16 activations); and the refusals.
+TEST_CASE("device pipeline, ggml profile: prefill and continuous batch bit-identical to the reference",
+          "[emu][pipeline][ggml]") {
+  for (const char* file : {"gguf/llama2xs-q4_0.gguf", "gguf/stories260K-f16.gguf"}) {
+    const std::string path = test::models(file);
+    INFO("fixture " << path << " (set ORACLE_SHARED_DIR)");
+    REQUIRE(test::have(path));
+    LoadOptions lo;
+    lo.compute_sha256 = false;
+    Model m = load_model(path, lo);
+    optimized::BackendOptions opt;
+    opt.numerics = num::NumericsProfile::Ggml;
+    optimized::Backend dev(m, {3, 3, 0}, opt);
+    ForwardOptions fo, fo_all;
+    fo.numerics = num::NumericsProfile::Ggml;
+    fo_all = fo;
+    fo_all.all_logits = true;
+    KvCacheOptions ko;
+    ko.paged = true;
+    ko.max_seqs = 3;
+    ko.prefix_cache = false;
+    KvCache kv(m.config, ko);
+    const std::vector<std::vector<int>> prompts = {{1}, {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49}, {1, 300, 7}};
+    for (int q = 0; q < 3; q++)
+      REQUIRE(same_bits(std::string(file) + " prefill " + std::to_string(q), forward(m, kv, q, prompts[q], fo_all),
+                        dev.forward(q, prompts[q], true)));
+    std::vector<int> seqs = {2, 0, 1}, tokens = {5, 6, 7};
+    for (int step = 0; step < 40; step++) {  // seq 1 crosses an attention chunk (position 32)
+      INFO("step " << step);
+      const std::vector<float> want = forward_batch(m, kv, seqs, tokens, fo);
+      REQUIRE(same_bits(std::string(file) + " batch step " + std::to_string(step), want, dev.forward_batch(seqs, tokens)));
+      tokens = dev.argmax_last();
+    }
+    // the canonical pipeline differs (the profile is not a no-op)
+    KvCache kv2(m.config, {});
+    optimized::Backend canon(m, {1, 16, 0});
+    CHECK_FALSE(same_bits("canonical vs ggml", forward(m, kv2, 0, prompts[1], fo), canon.forward(0, prompts[1])));
+  }
+  Model m = test::stories260k();
+  optimized::BackendOptions fast;
+  fast.numerics = num::NumericsProfile::Ggml;
+  fast.mode = optimized::Mode::Fast;
+  CHECK_THROWS_AS(optimized::Backend(m, {1, 16, 0}, fast), InputError);  // deterministic mode only
+}
+
 // ---- head layouts on synthetic models: MQA, MHA, GQA, untied LM head -----------------------------
 namespace {
 Model synthetic(int n_heads, int n_kv_heads, bool tied) {

@@ -110,6 +110,17 @@ case $CASE in
     [ "$RC" -eq 0 ] || fail "cuda-emu exit $RC: $(cat "$WORK/err")"
     cmp -s "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" \
       || fail "certificates differ: $(diff "$WORK/ref/certificate.json" "$WORK/emu/certificate.json" | head -5)"
+    # the ggml-profile candidate on the device: the reference's ggml certificate, byte for byte
+    run_capture "${c[@]}" --out "$WORK/gref" --json --candidate-numerics ggml
+    [ "$RC" -eq 0 ] || fail "reference ggml exit $RC: $(cat "$WORK/err")"
+    run_capture "${c[@]}" --out "$WORK/gemu" --json --candidate-numerics ggml --backend cuda-emu
+    [ "$RC" -eq 0 ] || fail "cuda-emu ggml exit $RC: $(cat "$WORK/err")"
+    jq -e '.candidate.numerics == "ggml"' "$WORK/gemu/certificate.json" >/dev/null || fail "no ggml on the certificate"
+    cmp -s "$WORK/gref/certificate.json" "$WORK/gemu/certificate.json" \
+      || fail "ggml certificates differ: $(diff "$WORK/gref/certificate.json" "$WORK/gemu/certificate.json" | head -5)"
+    cmp -s "$WORK/ref/certificate.json" "$WORK/gemu/certificate.json" && fail "the ggml certificate is the canonical one"
+    expect_input_error "" "--candidate-numerics" -- "${c[@]}" --out "$WORK/f" --backend cuda-emu --mode fast \
+      --candidate-numerics ggml
     expect_input_error "" "--threads" -- "${c[@]}" --out "$WORK/t" --backend cuda-emu --threads 2 ;;
   bench_emu)
     run_capture "$ORACLE" bench --model "$BIN" --prompt-tokens 16 --decode-tokens 8 --backend cuda-emu --mode fast --json
@@ -177,5 +188,42 @@ case $CASE in
   golden_emu_refuses)  # --threads / --prefill-chunk are the reference's
     expect_input_error "" "--prefill-chunk" -- "$ORACLE" golden verify "$(dirname "$0")/../../golden" \
       --backend cuda-emu --prefill-chunk 4 ;;
+  golden_emu_ggml)  # the ggml profile's records (golden/ggml) on the device: llama2xs Q8_0 and Q4_0 (the
+                    # integer-dot matmul), stories260K F16 (x rounded to F16) without its near-context records;
+                    # SmolLM2 Q4_1 is left to the soak run (golden_verify_ggml_emu)
+    GOLDEN="$(dirname "$0")/../../golden/ggml"
+    export ORACLE_SHARED_DIR=$SHARED
+    mkdir "$WORK/all"
+    for f in llama2xs-q8_0.gguf llama2xs-q4_0.gguf stories260K-f16.gguf; do
+      jq -c 'select((.id | test("near-context") | not) or (.id | test("^llama2xs")))' "$GOLDEN/$f.jsonl" >"$WORK/all/$f.jsonl"
+    done
+    run_capture "$ORACLE" golden verify "$WORK/all" --backend cuda-emu --json
+    [ "$RC" -eq 0 ] || fail "exit $RC: $(cat "$WORK/out") $(cat "$WORK/err")"
+    jq -e '.records == 44 and .matched == 44 and .skipped == 0' "$WORK/out" >/dev/null \
+      || fail "not every ggml record matched: $(cat "$WORK/out")"
+    # the same records are not canonical ones: a record relabelled canonical mismatches (exit 1)
+    mkdir "$WORK/g"
+    jq -c 'select(.id == "llama2xs-q4_0.gguf/greedy/once") | del(.numerics)' "$GOLDEN/llama2xs-q4_0.gguf.jsonl" \
+      >"$WORK/g/x.jsonl"
+    run_capture "$ORACLE" golden verify "$WORK/g" --backend cuda-emu
+    [ "$RC" -eq 1 ] || fail "relabelled record: exit $RC (want 1): $(cat "$WORK/out")"
+    echo "ok: 44 ggml-profile records bit-identical on cuda-emu" ;;
+  diff_emu_ggml)  # oracle diff --numerics ggml: every intermediate of both pipelines in the profile, bit for bit
+    G="$MODELS/gguf/llama2xs-q4_0.gguf"; need_fixture "$G"
+    run_capture "$ORACLE" diff --model "$G" --prompt "Once upon a time" --max-tokens 8 --json --backend cuda-emu \
+      --numerics ggml
+    [ "$RC" -eq 0 ] || fail "exit $RC (want 0): $(cat "$WORK/err") $(cat "$WORK/out")"
+    jq -e '.bit_exact == true and .first_divergent == null and .max_ulp == 0 and .logits.steps == 9' "$WORK/out" \
+      >/dev/null || fail "unexpected report: $(cat "$WORK/out")"
+    echo "ok: $(jq .tensors_compared "$WORK/out") tensors bit-identical in the ggml profile" ;;
+  ggml_fast_refused)  # the ggml profile is deterministic mode only on the device: exit 2 naming --numerics
+    expect_input_error "" "--numerics" -- "$ORACLE" run --model "$BIN" --tokenizer "$TOK" --max-tokens 2 \
+      --backend cuda-emu --mode fast --numerics ggml
+    expect_input_error "" "--numerics" -- "${plain[@]}" --backend cuda-emu --mode fast-tf32 --numerics ggml
+    GOLDEN="$(dirname "$0")/../../golden/ggml"
+    export ORACLE_SHARED_DIR=$SHARED
+    mkdir "$WORK/g"
+    head -n 1 "$GOLDEN/llama2xs-q8_0.gguf.jsonl" >"$WORK/g/x.jsonl"
+    expect_input_error "" "numerics" -- "$ORACLE" golden verify "$WORK/g" --backend cuda-emu --mode fast ;;
   *) fail "unknown case $CASE" ;;
 esac

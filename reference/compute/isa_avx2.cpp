@@ -14,6 +14,8 @@ struct Avx2 {
   struct reg {
     __m256 lo, hi;
   };
+  // Prefill tile (isa_simd.h rows_stored): 1 row(s) x 4 tokens of accumulators.
+  static constexpr int kTileRows = 1, kTileTokens = 4;
   static reg zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static reg set1(float a) { return {_mm256_set1_ps(a), _mm256_set1_ps(a)}; }
   static reg add(reg a, reg b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }

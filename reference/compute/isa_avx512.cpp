@@ -12,6 +12,8 @@ namespace {
 
 struct Avx512 {
   using reg = __m512;
+  // Prefill tile (isa_simd.h rows_stored): 2 row(s) x 8 tokens of accumulators.
+  static constexpr int kTileRows = 2, kTileTokens = 8;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float a) { return _mm512_set1_ps(a); }
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }

@@ -329,27 +329,86 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
     }
 }
 
+// Prefill tile (T tokens, R rows): each row's block is decoded once into a
+// small L1 buffer, then every 16-element chunk of it goes into the R·T
+// accumulators (x of one token loaded once per chunk for the R rows). The
+// chunks of a block are consumed in increasing element order, so each
+// output's lane sequence is tile_stored's. The buffer keeps the accumulators
+// out of the decoder's closure, so they stay in registers (16 zmm for 2 x 8).
+template <class V, class D, int R, int T>
+void tile_prefill(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k) {
+  constexpr int kChunks = D::kElems / kL;
+  alignas(64) float buf[R][D::kElems];  // (rows, block elements) decoded weights
+  typename V::reg acc[R][T];            // (rows, tokens) x 16 lanes
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) acc[r][t] = V::zero();
+  const int nb = k / D::kElems;
+  for (int blk = 0; blk < nb; blk++) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      D::block(w + r * row_bytes + (int64_t)blk * D::kBytes,
+               [&](int c, typename V::reg wv) { V::store(&buf[r][16 * c], wv); });
+    const float* xb = x + (int64_t)blk * D::kElems;
+    for (int c = 0; c < kChunks; c++) {
+      typename V::reg wv[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) wv[r] = V::load(&buf[r][16 * c]);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; t++) {
+        const auto xv = V::load(xb + (int64_t)t * k + 16 * c);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) acc[r][t] = V::fma(wv[r], xv, acc[r][t]);
+      }
+    }
+  }
+  const int k16 = nb * D::kElems;
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) {
+      if (k16 == k) {
+        out[t * ldo + r] = V::tree(acc[r][t]);
+        continue;
+      }
+      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
+      V::store(lanes, acc[r][t]);
+      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
+    }
+}
+
+// Rows [r0, r1) x tokens [t0, t1) in tiles of R rows x T tokens (the rest of
+// the rows one at a time, with the same T).
+template <class V, class D, int R, int T>
+void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int k, int n_out, int r0,
+               int r1, int t0) {
+  int i = r0;
+  float* o = out + (int64_t)t0 * n_out;
+  const float* xt = x + (int64_t)t0 * k;
+  if (T == 1) {  // decode: the decoder feeds the accumulators directly
+    for (; i + R <= r1; i += R) tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+    for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+    return;
+  }
+  for (; i + R <= r1; i += R) tile_prefill<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+  for (; i < r1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+}
+
 // One token (decode): 4 rows at a time, independent accumulator chains over
-// one shared x. Several tokens (prefill): 32-row blocks (stay in L2) x 4
-// tokens, each decoded block applied to 4 tokens.
+// one shared x. Several tokens (prefill): 32-row blocks (stay in L2) x groups
+// of V::kTileTokens tokens in tiles of V::kTileRows rows (AVX-512: 2 x 8, 16
+// zmm accumulators; AVX2: 1 x 4), each decoded block applied to every token
+// of the tile; then groups of 4 tokens, then single tokens.
 template <class V, class D>
 void rows_stored(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int n_tok, int k,
                  int n_out, int r0, int r1) {
-  auto at = [&](int i) { return w + (int64_t)i * rb; };
-  if (n_tok == 1) {
-    int i = r0;
-    for (; i + 4 <= r1; i += 4) tile_stored<V, D, 4, 1>(out + i, n_out, type, at(i), rb, x, k);
-    for (; i < r1; i++) tile_stored<V, D, 1, 1>(out + i, n_out, type, at(i), rb, x, k);
-    return;
-  }
+  if (n_tok == 1) return row_block<V, D, 4, 1>(out, x, type, w, rb, k, n_out, r0, r1, 0);
+  constexpr int TR = V::kTileRows, TT = V::kTileTokens;
   for (int b0 = r0; b0 < r1; b0 += 32) {
     int b1 = min_i(r1, b0 + 32), t = 0;
-    for (; t + 4 <= n_tok; t += 4)
-      for (int i = b0; i < b1; i++)
-        tile_stored<V, D, 1, 4>(out + (int64_t)t * n_out + i, n_out, type, at(i), rb, x + (int64_t)t * k, k);
-    for (; t < n_tok; t++)
-      for (int i = b0; i < b1; i++)
-        tile_stored<V, D, 1, 1>(out + (int64_t)t * n_out + i, n_out, type, at(i), rb, x + (int64_t)t * k, k);
+    for (; t + TT <= n_tok; t += TT) row_block<V, D, TR, TT>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    if (TT > 4)
+      for (; t + 4 <= n_tok; t += 4) row_block<V, D, 1, 4>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    for (; t < n_tok; t++) row_block<V, D, 1, 1>(out, x, type, w, rb, k, n_out, b0, b1, t);
   }
 }
 

@@ -51,8 +51,9 @@ KvBlocks::KvBlocks(const KvBlocksOptions& options, KvBlockStorage* storage) : op
 }
 
 void KvBlocks::check_seq(int seq) const {
-  require_input(seq >= 0 && seq < opt_.max_seqs, opt_.owner, "seq",
-                "sequence id " + std::to_string(seq) + " outside [0, " + std::to_string(opt_.max_seqs) + ")");
+  if (seq >= 0 && seq < opt_.max_seqs) return;  // hot (every K/V row pointer): no message built
+  throw InputError(opt_.owner, "seq",
+                   "sequence id " + std::to_string(seq) + " outside [0, " + std::to_string(opt_.max_seqs) + ")");
 }
 
 // ---- the pool: allocation, reference counts, prefix cache, copy-on-write --------------------

@@ -36,9 +36,9 @@ struct KvCache::Impl {
 };
 
 void KvCache::Impl::check_seq(int seq) const {
-  require_input(seq >= 0 && seq < opt.max_seqs, "kv_cache", "seq",
-                "sequence id " + std::to_string(seq) + " outside [0, " +
-                    std::to_string(opt.max_seqs) + ")");
+  if (seq >= 0 && seq < opt.max_seqs) return;  // hot (every K/V row pointer): no message built
+  throw InputError("kv_cache", "seq",
+                   "sequence id " + std::to_string(seq) + " outside [0, " + std::to_string(opt.max_seqs) + ")");
 }
 
 // Admission control (base/memory_budget.h): K and V of `positions` tokens, checked

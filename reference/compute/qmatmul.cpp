@@ -22,9 +22,10 @@ namespace {
 
 void check_shape(const WeightMatrix& w, int k) {
   require_input(w.data != nullptr, "matmul", "weights", "null weight matrix");
-  require_input(dtype_row_bytes(w.type, k) > 0, "matmul", "weights",
-                std::string(dtype_name(w.type)) + " rows of " + std::to_string(k) +
-                    " elements are not a whole number of blocks");
+  if (dtype_row_bytes(w.type, k) > 0) return;  // per call and thread range: no message built
+  throw InputError("matmul", "weights",
+                   std::string(dtype_name(w.type)) + " rows of " + std::to_string(k) +
+                       " elements are not a whole number of blocks");
 }
 
 // I8_ROW: dequantize each row, then the table's F32 kernel on that one row.

@@ -206,7 +206,7 @@ TEST_CASE("isa: stored_rows of every SIMD path equals the scalar path's, every t
     for (DType t : kStoredTypes) {
       std::mt19937 rng(1000u + (uint32_t)t);
       for (int K : row_lengths(t))
-        for (int T : {1, 2, 4, 5})
+        for (int T : {1, 2, 4, 5, 8, 13})  // decode, 4-token and 8-token prefill tiles, remainders
           for (int N : {1, 4, 5, 9}) {
             const auto w = random_rows(t, rng, N, K);
             const auto x = values(rng, (size_t)T * K, t == DType::F32);

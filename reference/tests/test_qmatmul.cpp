@@ -7,8 +7,8 @@
 // bytes). Checked bit for bit: every ISA path this CPU has (scalar, AVX2, AVX-512), matmul on
 // 1 and 2 threads, and matmul_jobs splitting the rows over two matrices, for
 // every row length in a range of whole blocks (plain types: 1..80 elements,
-// covering the k mod 16 tails), with 1, 2, 4 and 5 tokens (decode rows in
-// fours, prefill tiles of 4 tokens plus a remainder).
+// covering the k mod 16 tails), with 1, 2, 4, 5, 8 and 13 tokens (decode rows in
+// fours, prefill tiles of 8 and 4 tokens plus a remainder).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -136,7 +136,7 @@ void check_type(DType t) {
   ThreadPool one(1), two(2);
   const int n_out = 9;
   for (int k : row_lengths(t))
-    for (int n_tok : {1, 2, 4, 5}) {
+    for (int n_tok : {1, 2, 4, 5, 8, 13}) {
       INFO(dtype_name(t) << " k=" << k << " n_tok=" << n_tok);
       auto w = random_rows(t, rng, n_out, k);
       auto x = random_x(rng, n_tok * k);

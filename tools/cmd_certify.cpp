@@ -256,9 +256,12 @@ static int run_certify(CertifyOptions& a) {
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
   ra.allow_context_extension = a.allow_context_extension;
-  LoadedModel lm = ctx_named([&] { return load_model_and_tokenizer(ra); });  // --tokenizer, or the model's own
-  Model ref = std::move(lm.model);
-  ref.vocab = lm.tokenizer.vocab();
+  Model ref = ctx_named([&] {  // --tokenizer, or the model's own; the loaded Tokenizer is freed here
+    LoadedModel lm = load_model_and_tokenizer(ra);
+    Model m = std::move(lm.model);
+    m.vocab = lm.tokenizer.vocab();
+    return m;
+  });
   Model cand = ctx_named([&] { return load_model(a.candidate, lo); });
   std::string corpus = read_corpus(a.corpus);
   CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });

@@ -274,10 +274,15 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
                            const std::function<bool(int)>& mine) {
   require_comparable(ref, cand);
   check_certify_options(ref, cand, o);
-  Tokenizer tok(ref.vocab);
   const bool llamacpp = o.protocol == Protocol::LlamaCpp;
-  std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
-  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, tok.bos_id(), tok.vocab().add_bos, o);
+  int bos = 0;
+  std::vector<int> ids;
+  {  // the tokenizer's tables are freed before the scoring
+    Tokenizer tok(ref.vocab);
+    ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
+    bos = tok.bos_id();
+  }
+  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, bos, ref.vocab.add_bos, o);
   require_input(!chunks.empty(), "corpus", "tokens",
                 "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
                     std::to_string(o.ctx));
@@ -302,7 +307,7 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
       if (o.progress) o.progress(++done, total);
     }
   }
-  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, tok.bos_id(), o);
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, bos, o);
   it.first_divergence.assign(prompts.size(), -1);  // (prompts) -1 when not this worker's
   std::vector<std::vector<int>> mine_prompts;  // (my prompts) this worker's, in order
   for (int i : my_prompts) mine_prompts.push_back(prompts[i - n_chunks]);

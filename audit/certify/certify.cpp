@@ -79,28 +79,41 @@ KvCacheOptions kv_options(int ctx, bool int8) {
 }
 
 // One chunk: the reference's logits of the scored rows [first_scored, n) (its
-// activations and KV cache freed on return), then the candidate's, then every
-// scored row compared on the pool — row j writes slot j only, so the thread
-// count changes no bit.
+// activations and KV cache freed on return), then the candidate's pass, whose
+// logits arrive in blocks of 8 rows (ForwardOptions::logits_sink) and are compared
+// as they come — only the reference's rows and one candidate block are live.
+// The rows of a block are split over the pool; row j writes slot j only, so the
+// thread count changes no bit.
 std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const CertifyChunk& c, int index,
                                      const CertifyOptions& o, ThreadPool& pool) {
   const int first = c.first_scored, n = (int)c.tokens.size(), v = ref.config.vocab_size;
   const std::vector<float> lr =  // (n - first, v)
       certify_chunk_logits(ref, c.tokens, false, num::NumericsProfile::Canonical, first, &pool);
-  const std::vector<float> lc =  // (n - first, v), or (n, v) from --backend
-      o.candidate_forward
-          ? o.candidate_forward(cand, c.tokens, true)
-          : certify_chunk_logits(cand, c.tokens, o.candidate_kv_int8, o.candidate_numerics, first, &pool);
-  const int cand_row0 = o.candidate_forward ? 0 : first;  // position of lc's first row
   std::vector<TokenRecord> out(std::max(0, n - 1 - first));  // (scored) predictions at positions first .. n-2
-  pool.parallel_for((int)out.size(), [&](int begin, int end) {
-    for (int k = begin; k < end; k++) {
-      const int j = first + k;
-      out[k] = compare_logits(&lr[(size_t)k * v], &lc[(size_t)(j - cand_row0) * v], v, c.tokens[j + 1]);
-      out[k].chunk = index;
-      out[k].pos = j;
-    }
-  });
+  auto compare_rows = [&](int row0, const float* lc, int rows) {  // lc: (rows, v), row0 counted from first
+    pool.parallel_for(rows, [&](int begin, int end) {
+      for (int i = begin; i < end; i++) {
+        const int k = row0 + i, j = first + k;
+        if (k >= (int)out.size()) continue;  // the last position predicts nothing
+        out[k] = compare_logits(&lr[(size_t)k * v], &lc[(size_t)i * v], v, c.tokens[j + 1]);
+        out[k].chunk = index;
+        out[k].pos = j;
+      }
+    });
+  };
+  if (o.candidate_forward) {  // --backend: every position's logits (n, v)
+    const std::vector<float> lc = o.candidate_forward(cand, c.tokens, true);
+    compare_rows(0, &lc[(size_t)first * v], n - first);
+    return out;
+  }
+  KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
+  ForwardOptions fo;
+  fo.all_logits = true;
+  fo.first_logit = first;
+  fo.numerics = o.candidate_numerics;
+  fo.pool = &pool;
+  fo.logits_sink = [&](int row0, std::span<const float> lc) { compare_rows(row0, lc.data(), (int)(lc.size() / v)); };
+  forward(cand, kv, 0, c.tokens, fo);
   return out;
 }
 
@@ -190,26 +203,30 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
   });
 }
 
-// First divergence of each of `prompts`: the reference's continuations of all of
-// them in one batch, then the candidate's (only one model's activations live at
-// a time); the candidate's own forward pass (--backend) runs prompt by prompt.
+// First divergence of each of `prompts`, in groups of at most 8 (the KV cache of 8
+// prompts at a time): the reference's continuations of a group in one batch, then
+// the candidate's (only one model's activations live at a time); the candidate's
+// own forward pass (--backend) runs prompt by prompt.
 std::vector<int> first_divergences(const Model& ref, const Model& cand, const std::vector<std::vector<int>>& prompts,
                                    const CertifyOptions& o, int progress_base, int total) {
-  const int n = (int)prompts.size();
+  const int n = (int)prompts.size(), group = 8;
   std::vector<int> out(n, 0);  // (prompts)
-  if (n == 0) return out;
   ThreadPool pool(std::max(1, o.threads));
-  const std::vector<std::vector<int>> a =
-      greedy_continuations(ref, prompts, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
-  std::vector<std::vector<int>> b(n);  // (prompts, steps)
-  if (o.candidate_forward)
-    for_each_parallel(n, o.threads, CertifyOptions{}, 0, 0,
-                      [&](int i) { b[i] = greedy_continuation_with(o, cand, prompts[i], o.greedy_steps); });
-  else
-    b = greedy_continuations(cand, prompts, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
-  for (int i = 0; i < n; i++) {
-    out[i] = first_divergence(a[i], b[i], o.greedy_steps);
-    if (o.progress) o.progress(progress_base + i + 1, total);
+  for (int g0 = 0; g0 < n; g0 += group) {
+    const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + std::min(n, g0 + group));
+    const int m = (int)batch.size();
+    const std::vector<std::vector<int>> a =
+        greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
+    std::vector<std::vector<int>> b(m);  // (batch, steps)
+    if (o.candidate_forward)
+      for_each_parallel(m, o.threads, CertifyOptions{}, 0, 0,
+                        [&](int i) { b[i] = greedy_continuation_with(o, cand, batch[i], o.greedy_steps); });
+    else
+      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
+    for (int i = 0; i < m; i++) {
+      out[g0 + i] = first_divergence(a[i], b[i], o.greedy_steps);
+      if (o.progress) o.progress(progress_base + g0 + i + 1, total);
+    }
   }
   return out;
 }

@@ -277,7 +277,7 @@ TEST_CASE("certify's records and greedy agreement equal a plain one-chunk-at-a-t
   }
 }
 
-TEST_CASE("forward's first_logit returns the tail of the all-rows logits, bit for bit") {
+TEST_CASE("forward's first_logit returns the tail of the all-rows logits, bit for bit, also through a sink") {
   Model m = load("gguf/llama2xs-q8_0.gguf");
   const std::vector<int> tokens = {1, 415, 217, 263, 31, 292, 27, 471, 263, 17};
   ForwardOptions fo;
@@ -291,6 +291,18 @@ TEST_CASE("forward's first_logit returns the tail of the all-rows logits, bit fo
   const size_t v = m.config.vocab_size;
   REQUIRE(tail.size() == 4 * v);
   CHECK(std::equal(tail.begin(), tail.end(), all.begin() + 6 * v));
+  std::vector<float> blocks(4 * v, -1.0f);  // the sink's blocks of 3 rows, placed by row
+  int calls = 0;
+  fo.logits_block = 3;
+  fo.logits_sink = [&](int row, std::span<const float> l) {
+    calls++;
+    std::copy(l.begin(), l.end(), blocks.begin() + row * v);
+  };
+  KvCache s(m.config, KvCacheOptions{});
+  CHECK(forward(m, s, 0, tokens, fo).empty());
+  CHECK(calls == 2);
+  CHECK(blocks == tail);
+  fo.logits_sink = nullptr;
   fo.first_logit = 10;
   KvCache c(m.config, KvCacheOptions{});
   require_field([&] { forward(m, c, 0, tokens, fo); }, "first_logit");

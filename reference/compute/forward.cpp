@@ -347,17 +347,37 @@ void admit_activations(const Ctx& cx, bool all_logits, int first_logit) {
 // Non-finite values in the residual stream or the logits (the weights were
 // checked finite at load, so an activation overflowed): InputError naming the
 // model file, op, layer and position — greedy would otherwise skip NaN logits silently.
-void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer) {
+void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer, int row0 = 0) {
   for (size_t i = 0; i < buf.size(); i++) {
     if (std::isfinite(buf[i])) continue;
     char field[64];
     std::snprintf(field, sizeof field, name, layer);
-    const size_t r = i / (size_t)width;
+    const size_t r = row0 + i / (size_t)width;
     throw InputError(cx.model.path.empty() ? "forward" : cx.model.path, field,  // the model file: its weights overflow
                      std::string(buf[i] != buf[i] ? "NaN" : "infinite") + " value at position " +
                          std::to_string(cx.rows[r].pos) + " (element " + std::to_string(i % (size_t)width) +
                          "): an activation overflowed float32 (in forward)");
   }
+}
+
+// all_logits with a sink, one rank, no trace: the head in blocks of logits_block rows,
+// each checked finite and handed to the sink, so only one block of logits is live
+// (every row's bits as in one call: rows are independent, forward.h). Returns {}.
+std::vector<float> head_blocks(Ctx& cx, RunState& st, int first, const ForwardOptions& opt) {
+  const Config& c = cx.c;
+  const int n_out = st.n - first, block = std::max(1, opt.logits_block);
+  cx.rows.erase(cx.rows.begin(), cx.rows.begin() + first);
+  std::vector<float> xn((size_t)n_out * c.dim);  // (n_out, dim)
+  norm_rows(cx, xn.data(), &st.x[(size_t)first * c.dim], cx.model.weights.final_norm, n_out, c.dim);
+  const WeightMatrix cls = rows_of(cx.model.weights.classifier, c.dim, cx.sl.vocab_rows);
+  for (int r0 = 0; r0 < n_out; r0 += block) {
+    const int nb = std::min(block, n_out - r0);
+    std::vector<float> logits((size_t)nb * c.vocab_size);  // (nb, vocab_size)
+    mm(cx, logits.data(), &xn[(size_t)r0 * c.dim], cls, nb, c.dim, c.vocab_size);
+    check_finite(cx, logits, c.vocab_size, "logits", 0, r0);
+    opt.logits_sink(r0, logits);
+  }
+  return {};
 }
 
 // Checks ids and room, then appends every row's token to the cache (all or none).
@@ -420,6 +440,7 @@ std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> ro
       ffn_block(cx, l, st);
       check_finite(cx, st.x, cx.c.dim, "blk.%d.ffn_out", l);
     }
+    if (all_logits && opt.logits_sink && n_ranks(cx) == 1 && !cx.trace) return head_blocks(cx, st, opt.first_logit, opt);
     std::vector<float> logits = head(cx, st, all_logits ? opt.first_logit : st.n - 1);
     check_finite(cx, logits, cx.c.vocab_size, "logits", 0);
     return logits;

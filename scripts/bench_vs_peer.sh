@@ -9,6 +9,18 @@
 #   ROUNDS   (default 3)                      interleaved rounds; the best of each side is kept
 #   PROMPT   (default 128) DECODE (default 64)  tokens prefilled in one call / decoded one at a time
 #   CONTEXT  (default: the file's)            --context for the oracle (the peer's -c is prompt+gen)
+#   CERTIFY  ("REFERENCE CANDIDATE [CORPUS]", opt-in) adds the certify row: `oracle certify
+#            --protocol llamacpp` against llama-perplexity's two passes (base pass on REFERENCE,
+#            --kl-divergence pass on CANDIDATE), same corpus (default the llama2xs samples), ctx and
+#            threads, via scripts/certify_vs_peer.sh (wall and peak RSS of both sides, ratio)
+#   CERTIFY_CTX (default 128) CERTIFY_THREADS (default 2) CERTIFY_ROUNDS (default 1)
+#   LLAMA3_8B (path, opt-in) adds the llama3-8b synthetic Q4_K_M row against llama-bench with
+#            LLAMA3_8B_PROMPT (default 16) / LLAMA3_8B_DECODE (default 8) tokens, LLAMA3_8B_ROUNDS
+#            (default 1) rounds and THREADS; about 2 min per round and side at 2 threads. The file
+#            is not made here (23 min and 16 GB of RAM, docs/performance.md):
+#              oracle synth --preset llama3-8b --dtype f16 -o l3-f16.gguf
+#              oracle quantize l3-f16.gguf l3-q4_k_m.gguf --type Q4_K_M --threads 2
+#              LLAMA3_8B=l3-q4_k_m.gguf CONTEXT=256 scripts/bench_vs_peer.sh
 # Each round runs the peer then the oracle back to back on the same file and
 # thread count, so both see the same machine load; the best of ROUNDS per side
 # is the least-disturbed run. The load average is printed with every round
@@ -24,9 +36,13 @@ ROUNDS=${ROUNDS:-3}
 PROMPT=${PROMPT:-128}
 DECODE=${DECODE:-64}
 CONTEXT=${CONTEXT:-}
-[ $# -ge 1 ] || { echo "usage: $0 MODEL.gguf [...]" >&2; exit 2; }
+CERTIFY=${CERTIFY:-}
+LLAMA3_8B=${LLAMA3_8B:-}
+[ $# -ge 1 ] || [ -n "$CERTIFY$LLAMA3_8B" ] ||
+  { echo "usage: $0 MODEL.gguf [...]   (or CERTIFY=\"REF CAND [CORPUS]\" / LLAMA3_8B=FILE alone)" >&2; exit 2; }
 [ -x "$ORACLE" ] || { echo "bench_vs_peer: no oracle binary at $ORACLE" >&2; exit 2; }
-[ -x "$PEER_BIN/llama-bench" ] || { echo "bench_vs_peer: no llama-bench in $PEER_BIN (scripts/build_peer.sh)" >&2; exit 2; }
+[ $# -eq 0 ] && [ -z "$LLAMA3_8B" ] || [ -x "$PEER_BIN/llama-bench" ] ||
+  { echo "bench_vs_peer: no llama-bench in $PEER_BIN (scripts/build_peer.sh)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "bench_vs_peer: needs jq" >&2; exit 2; }
 
 # llama-bench JSON: one object per test; n_prompt > 0 is prefill, n_gen > 0 decode.
@@ -42,8 +58,8 @@ oracle_run() {  # model threads -> JSON of oracle bench
 
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 
-printf "%-44s %3s | %10s %10s %6s | %10s %10s %6s | load\n" file thr "pp peer" "pp oracle" ratio "tg peer" "tg oracle" ratio
-for model in "$@"; do
+bench_rows() {  # model: one table row per thread count, ROUNDS interleaved rounds
+  local model=$1 t pp tg pp_peer tg_peer pp_or tg_or last rpp rtg
   [ -f "$model" ] || { echo "bench_vs_peer: missing $model" >&2; exit 2; }
   for t in $THREADS; do
     pp_peer=0 tg_peer=0 pp_or=0 tg_or=0 last=""
@@ -60,10 +76,22 @@ for model in "$@"; do
     printf "%-44s %3s | %10.1f %10.1f %6s | %10.1f %10.1f %6s | %s\n" "$(basename "$model")" "$t" \
       "$pp_peer" "$pp_or" "$rpp" "$tg_peer" "$tg_or" "$rtg" "$(cut -d' ' -f1 /proc/loadavg)"
     jq -c --arg f "$(basename "$model")" --argjson t "$t" --argjson ppp "$pp_peer" --argjson tgp "$tg_peer" \
-      --argjson ppo "$pp_or" --argjson tgo "$tg_or" \
-      '{file: $f, threads: $t, prefill_peer: $ppp, prefill_oracle: $ppo, decode_peer: $tgp, decode_oracle: $tgo,
-        prefill_ratio: ($ppo / $ppp), decode_ratio: ($tgo / $tgp),
+      --argjson ppo "$pp_or" --argjson tgo "$tg_or" --argjson np "$PROMPT" --argjson nd "$DECODE" \
+      '{file: $f, threads: $t, prompt: $np, decode: $nd, prefill_peer: $ppp, prefill_oracle: $ppo,
+        decode_peer: $tgp, decode_oracle: $tgo, prefill_ratio: ($ppo / $ppp), decode_ratio: ($tgo / $tgp),
         rss: {peak: .peak_rss_bytes, file: .file_bytes, kv_formula: .kv_bytes_formula,
               kv_allocated: .kv_bytes_allocated, bound: .rss_bound_bytes, within: .rss_within_bound}}' <<<"$last" >&2
   done
-done
+}
+
+printf "%-44s %3s | %10s %10s %6s | %10s %10s %6s | load\n" file thr "pp peer" "pp oracle" ratio "tg peer" "tg oracle" ratio
+for model in "$@"; do bench_rows "$model"; done
+if [ -n "$LLAMA3_8B" ]; then  # llama3-8b synthetic Q4_K_M: fewer tokens and rounds (decode ~0.7 tok/s)
+  PROMPT=${LLAMA3_8B_PROMPT:-16} DECODE=${LLAMA3_8B_DECODE:-8} ROUNDS=${LLAMA3_8B_ROUNDS:-1} bench_rows "$LLAMA3_8B"
+fi
+if [ -n "$CERTIFY" ]; then  # the audit workload: certify vs llama-perplexity's two passes
+  read -r -a certify_args <<<"$CERTIFY"
+  echo "certify (oracle certify --protocol llamacpp vs llama-perplexity base + --kl-divergence passes):"
+  THREADS=${CERTIFY_THREADS:-2} CTX=${CERTIFY_CTX:-128} ROUNDS=${CERTIFY_ROUNDS:-1} ORACLE="$ORACLE" \
+    PEER_BIN="$PEER_BIN" bash scripts/certify_vs_peer.sh "${certify_args[@]}"
+fi

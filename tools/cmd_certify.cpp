@@ -258,9 +258,12 @@ static int run_certify(CertifyOptions& a) {
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
   ra.allow_context_extension = a.allow_context_extension;
-  LoadedModel lm = ctx_named([&] { return load_model_and_tokenizer(ra); });  // --tokenizer, or the model's own
-  Model ref = std::move(lm.model);
-  ref.vocab = lm.tokenizer.vocab();
+  Model ref = ctx_named([&] {  // --tokenizer, or the model's own; the loaded Tokenizer is freed here
+    LoadedModel lm = load_model_and_tokenizer(ra);
+    Model m = std::move(lm.model);
+    m.vocab = lm.tokenizer.vocab();
+    return m;
+  });
   Model cand = ctx_named([&] { return load_model(a.candidate, lo); });
   std::string corpus = read_corpus(a.corpus);
   CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });
@@ -298,7 +301,7 @@ Command setup_certify(CLI::App& app) {
       ->each([args](const std::string&) { args->protocol_given = true; });
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
-  sub->add_option("--threads", args->options.threads, "Chunks processed in parallel")->capture_default_str()
+  sub->add_option("--threads", args->options.threads, "Threads (each chunk's forward passes and per-token statistics)")->capture_default_str()
       ->check(int_in<int>(1, 1024));
   sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)")
       ->check(int_in<int>(0));

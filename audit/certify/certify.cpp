@@ -78,37 +78,78 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   return k;
 }
 
+// One chunk: the reference's logits of the scored rows [first_scored, n) (its
+// activations and KV cache freed on return), then the candidate's pass, whose
+// logits arrive in blocks of 8 rows (ForwardOptions::logits_sink) and are compared
+// as they come — only the reference's rows and one candidate block are live.
+// The rows of a block are split over the pool; row j writes slot j only, so the
+// thread count changes no bit.
 std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const CertifyChunk& c, int index,
-                                     const CertifyOptions& o) {
-  std::vector<float> lr = certify_chunk_logits(ref, c.tokens, false);
-  std::vector<float> lc = o.candidate_forward
-                              ? o.candidate_forward(cand, c.tokens, true)
-                              : certify_chunk_logits(cand, c.tokens, o.candidate_kv_int8, o.candidate_numerics);
-  const int v = ref.config.vocab_size;
-  std::vector<TokenRecord> out;
-  for (int j = c.first_scored; j + 1 < (int)c.tokens.size(); j++) {
-    TokenRecord r = compare_logits(&lr[(size_t)j * v], &lc[(size_t)j * v], v, c.tokens[j + 1]);
-    r.chunk = index;
-    r.pos = j;
-    out.push_back(r);
+                                     const CertifyOptions& o, ThreadPool& pool) {
+  const int first = c.first_scored, n = (int)c.tokens.size(), v = ref.config.vocab_size;
+  const std::vector<float> lr =  // (n - first, v)
+      certify_chunk_logits(ref, c.tokens, false, num::NumericsProfile::Canonical, first, &pool);
+  std::vector<TokenRecord> out(std::max(0, n - 1 - first));  // (scored) predictions at positions first .. n-2
+  auto compare_rows = [&](int row0, const float* lc, int rows) {  // lc: (rows, v), row0 counted from first
+    pool.parallel_for(rows, [&](int begin, int end) {
+      for (int i = begin; i < end; i++) {
+        const int k = row0 + i, j = first + k;
+        if (k >= (int)out.size()) continue;  // the last position predicts nothing
+        out[k] = compare_logits(&lr[(size_t)k * v], &lc[(size_t)i * v], v, c.tokens[j + 1]);
+        out[k].chunk = index;
+        out[k].pos = j;
+      }
+    });
+  };
+  if (o.candidate_forward) {  // --backend: every position's logits (n, v)
+    const std::vector<float> lc = o.candidate_forward(cand, c.tokens, true);
+    compare_rows(0, &lc[(size_t)first * v], n - first);
+    return out;
   }
+  KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
+  ForwardOptions fo;
+  fo.all_logits = true;
+  fo.first_logit = first;
+  fo.numerics = o.candidate_numerics;
+  fo.pool = &pool;
+  fo.logits_sink = [&](int row0, std::span<const float> lc) { compare_rows(row0, lc.data(), (int)(lc.size() / v)); };
+  forward(cand, kv, 0, c.tokens, fo);
   return out;
 }
 
 // ============================================================================
 // Greedy agreement
 // ============================================================================
-std::vector<int> greedy_continuation(const Model& m, const std::vector<int>& prompt, int steps, bool kv_int8,
-                                     num::NumericsProfile numerics) {
-  KvCache kv(m.config, kv_options((int)prompt.size() + steps, kv_int8));
+// Every prompt's greedy continuation at once: prompt i prefilled on sequence i,
+// then one forward_batch step for all sequences per generated token (each row
+// bit-identical to that sequence decoded alone, forward.h) — the weights are
+// streamed once per step for every prompt, not once per prompt.
+std::vector<std::vector<int>> greedy_continuations(const Model& m, const std::vector<std::vector<int>>& prompts,
+                                                   int steps, bool kv_int8, num::NumericsProfile numerics,
+                                                   ThreadPool& pool) {
+  const int n = (int)prompts.size(), v = m.config.vocab_size;
+  std::vector<std::vector<int>> out(n);  // (prompts, steps)
+  if (n == 0) return out;
+  size_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  KvCacheOptions ko = kv_options((int)longest + steps, kv_int8);
+  ko.max_seqs = n;
+  ko.reserve_tokens = (int)longest + steps;
+  KvCache kv(m.config, ko);
   ForwardOptions fo;
   fo.numerics = numerics;
-  std::vector<float> logits = forward(m, kv, 0, prompt, fo);
-  std::vector<int> out;
+  fo.pool = &pool;
+  std::vector<int> seqs(n), next(n);  // (prompts)
+  for (int i = 0; i < n; i++) {
+    seqs[i] = i;
+    const std::vector<float> logits = forward(m, kv, i, prompts[i], fo);  // (1, v)
+    next[i] = num::argmax_lowest(logits.data(), v);
+  }
   for (int s = 0; s < steps; s++) {
-    int next = num::argmax_lowest(logits.data(), m.config.vocab_size);
-    out.push_back(next);
-    if (s + 1 < steps) logits = forward(m, kv, 0, std::vector<int>{next}, fo);
+    for (int i = 0; i < n; i++) out[i].push_back(next[i]);
+    if (s + 1 == steps) break;
+    const std::vector<float> logits = forward_batch(m, kv, seqs, next, fo);  // (n, v)
+    for (int i = 0; i < n; i++) next[i] = num::argmax_lowest(&logits[(size_t)i * v], v);
   }
   return out;
 }
@@ -125,14 +166,9 @@ std::vector<int> greedy_continuation_with(const CertifyOptions& o, const Model& 
   return out;
 }
 
-int first_divergence(const Model& ref, const Model& cand, const std::vector<int>& prompt,
-                     const CertifyOptions& o) {
-  std::vector<int> a = greedy_continuation(ref, prompt, o.greedy_steps, false, num::NumericsProfile::Canonical);
-  std::vector<int> b = o.candidate_forward ? greedy_continuation_with(o, cand, prompt, o.greedy_steps)
-                                           : greedy_continuation(cand, prompt, o.greedy_steps, o.candidate_kv_int8,
-                                                                 o.candidate_numerics);
+int first_divergence(const std::vector<int>& a, const std::vector<int>& b, int steps) {
   int i = 0;
-  while (i < o.greedy_steps && a[i] == b[i]) i++;
+  while (i < steps && a[i] == b[i]) i++;
   return i;
 }
 
@@ -167,14 +203,44 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
   });
 }
 
+// First divergence of each of `prompts`, in groups of at most 8 (the KV cache of 8
+// prompts at a time): the reference's continuations of a group in one batch, then
+// the candidate's (only one model's activations live at a time); the candidate's
+// own forward pass (--backend) runs prompt by prompt.
+std::vector<int> first_divergences(const Model& ref, const Model& cand, const std::vector<std::vector<int>>& prompts,
+                                   const CertifyOptions& o, int progress_base, int total) {
+  const int n = (int)prompts.size(), group = 8;
+  std::vector<int> out(n, 0);  // (prompts)
+  ThreadPool pool(std::max(1, o.threads));
+  for (int g0 = 0; g0 < n; g0 += group) {
+    const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + std::min(n, g0 + group));
+    const int m = (int)batch.size();
+    const std::vector<std::vector<int>> a =
+        greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
+    std::vector<std::vector<int>> b(m);  // (batch, steps)
+    if (o.candidate_forward)
+      for_each_parallel(m, o.threads, CertifyOptions{}, 0, 0,
+                        [&](int i) { b[i] = greedy_continuation_with(o, cand, batch[i], o.greedy_steps); });
+    else
+      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
+    for (int i = 0; i < m; i++) {
+      out[g0 + i] = first_divergence(a[i], b[i], o.greedy_steps);
+      if (o.progress) o.progress(progress_base + g0 + i + 1, total);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> certify_chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8,
-                                        num::NumericsProfile numerics) {
+                                        num::NumericsProfile numerics, int first_row, ThreadPool* pool) {
   KvCache kv(m.config, kv_options((int)tokens.size(), kv_int8));
   ForwardOptions fo;
   fo.all_logits = true;
+  fo.first_logit = first_row;
   fo.numerics = numerics;
+  fo.pool = pool;
   return forward(m, kv, 0, tokens, fo);
 }
 
@@ -215,11 +281,7 @@ void check_certify_options(const Model& ref, const Model& cand, const CertifyOpt
 std::vector<int> greedy_first_divergences(const Model& ref, const Model& cand,
                                           const std::vector<std::vector<int>>& chunk_tokens, int bos,
                                           const CertifyOptions& o, int progress_base, int total) {
-  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, bos, o);
-  std::vector<int> out(prompts.size(), 0);  // (prompts)
-  for_each_parallel((int)prompts.size(), o.threads, o, progress_base, total,
-                    [&](int i) { out[i] = first_divergence(ref, cand, prompts[i], o); });
-  return out;
+  return first_divergences(ref, cand, greedy_prompts(chunk_tokens, bos, o), o, progress_base, total);
 }
 
 // ============================================================================
@@ -229,10 +291,15 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
                            const std::function<bool(int)>& mine) {
   require_comparable(ref, cand);
   check_certify_options(ref, cand, o);
-  Tokenizer tok(ref.vocab);
   const bool llamacpp = o.protocol == Protocol::LlamaCpp;
-  std::vector<int> ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
-  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, tok.bos_id(), tok.vocab().add_bos, o);
+  int bos = 0;
+  std::vector<int> ids;
+  {  // the tokenizer's tables are freed before the scoring
+    Tokenizer tok(ref.vocab);
+    ids = tok.encode(corpus, llamacpp && tok.vocab().add_bos);
+    bos = tok.bos_id();
+  }
+  std::vector<CertifyChunk> chunks = make_certify_chunks(ids, bos, ref.vocab.add_bos, o);
   require_input(!chunks.empty(), "corpus", "tokens",
                 "the corpus has " + std::to_string(ids.size()) + " tokens, fewer than one context of " +
                     std::to_string(o.ctx));
@@ -249,16 +316,20 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
   for (int i = 0; i < n_chunks + n_prompts; i++)
     if (!mine || mine(i)) (i < n_chunks ? my_chunks : my_prompts).push_back(i);
   const int total = (int)(my_chunks.size() + my_prompts.size());
-  for_each_parallel((int)my_chunks.size(), o.threads, o, 0, total, [&](int k) {
-    const int i = my_chunks[k];
-    it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o);
-  });
-  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, tok.bos_id(), o);
+  {
+    ThreadPool pool(std::max(1, o.threads));  // one chunk at a time, its rows and heads split over the pool
+    int done = 0;
+    for (int i : my_chunks) {
+      it.chunks[i] = score_chunk(ref, cand, chunks[i], i, o, pool);
+      if (o.progress) o.progress(++done, total);
+    }
+  }
+  const std::vector<std::vector<int>> prompts = greedy_prompts(chunk_tokens, bos, o);
   it.first_divergence.assign(prompts.size(), -1);  // (prompts) -1 when not this worker's
-  for_each_parallel((int)my_prompts.size(), o.threads, o, (int)my_chunks.size(), total, [&](int k) {
-    const int p = my_prompts[k] - n_chunks;
-    it.first_divergence[p] = first_divergence(ref, cand, prompts[p], o);
-  });
+  std::vector<std::vector<int>> mine_prompts;  // (my prompts) this worker's, in order
+  for (int i : my_prompts) mine_prompts.push_back(prompts[i - n_chunks]);
+  const std::vector<int> fd = first_divergences(ref, cand, mine_prompts, o, (int)my_chunks.size(), total);
+  for (size_t k = 0; k < my_prompts.size(); k++) it.first_divergence[my_prompts[k] - n_chunks] = fd[k];
   return it;
 }
 

@@ -11,14 +11,17 @@
 //   "llamacpp" llama-perplexity --kl-divergence: tokenize with BOS, chunks of
 //              n tokens, first token of each chunk replaced by BOS, score the
 //              predictions made at positions [n/2, n-1).
-// Chunks run in parallel (each has its own KV cache); records are stored per
-// chunk and summarized in corpus order, so any thread count gives the same bits.
+// Chunks run one at a time, each forward pass (reference, then candidate: only
+// one model's activations live at a time) and the per-row statistics split over
+// the threads; records are stored per chunk and summarized in corpus order, so
+// any thread count gives the same bits.
 // ============================================================================
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "audit/interop/logit_stats.h"
+#include "base/thread_pool.h"
 #include "numerics/profile.h"
 #include "reference/model/model.h"
 
@@ -34,7 +37,7 @@ Protocol parse_protocol(const std::string& name);  // InputError("--protocol", "
 struct CertifyOptions {
   Protocol protocol = Protocol::Full;
   int ctx = 128;                  // tokens per chunk (<= both models' seq_len)
-  int threads = 1;                // chunks processed in parallel
+  int threads = 1;                // each forward pass and the per-token statistics split over them
   int max_chunks = 0;             // 0 = every complete chunk
   bool candidate_kv_int8 = false; // candidate stores K/V as I8_ROW (quantize-dequantize)
   // The candidate's operation orders (--candidate-numerics; the reference is always
@@ -87,10 +90,13 @@ struct CertifyChunk {
 std::vector<CertifyChunk> make_certify_chunks(const std::vector<int>& corpus_ids, int bos, bool add_bos,
                                               const CertifyOptions& options);
 
-// All-position logits (tokens, vocab) of one chunk on a fresh one-sequence cache
-// (int8 KV-cache mode when kv_int8), in the given numerics profile.
+// The logits of positions [first_row, tokens) of one chunk, (tokens - first_row, vocab),
+// on a fresh one-sequence cache (int8 KV-cache mode when kv_int8), in the given
+// numerics profile; the forward pass splits its rows and heads over `pool` (null:
+// one thread), which changes no bit.
 std::vector<float> certify_chunk_logits(const Model& m, const std::vector<int>& tokens, bool kv_int8,
-                                        num::NumericsProfile numerics = num::NumericsProfile::Canonical);
+                                        num::NumericsProfile numerics = num::NumericsProfile::Canonical,
+                                        int first_row = 0, ThreadPool* pool = nullptr);
 
 // InputError when the two models cannot be compared: different architecture,
 // vocabulary size, token pieces or special ids (field names the culprit).

@@ -24,19 +24,15 @@ std::vector<int> chunk_tokens(const KldBase& b, int c, const Model& m) {
   return t;
 }
 
-// Chunk i writes only slot i; the progress callback is serialized.
+// Chunks one at a time, in order; fn(c, pool) splits its forward passes and rows
+// over the pool (row j writes slot j only: the thread count changes no bit).
 template <class Fn>
 void each_chunk(int n, const CertifyOptions& o, int total, Fn fn) {
-  std::mutex mu;
-  int done = 0;
-  ThreadPool pool(std::max(1, std::min(o.threads, n)));
-  pool.parallel_for(n, [&](int begin, int end) {
-    for (int i = begin; i < end; i++) {
-      fn(i);
-      std::lock_guard<std::mutex> lock(mu);
-      if (o.progress) o.progress(++done, total);
-    }
-  });
+  ThreadPool pool(std::max(1, o.threads));
+  for (int c = 0; c < n; c++) {
+    fn(c, pool);
+    if (o.progress) o.progress(c + 1, total);
+  }
 }
 
 CertifyResult result_shell(const KldBase& b) {
@@ -52,9 +48,20 @@ CertifyResult result_shell(const KldBase& b) {
 template <class Score>
 void score_all(const KldBase& b, const CertifyOptions& o, int total, CertifyResult& r, Score score) {
   std::vector<std::vector<TokenRecord>> per_chunk(b.n_chunk);  // (n_chunk) records
-  each_chunk(b.n_chunk, o, total, [&](int c) { per_chunk[c] = score(c); });
+  each_chunk(b.n_chunk, o, total, [&](int c, ThreadPool& pool) { per_chunk[c] = score(c, pool); });
   for (auto& recs : per_chunk) r.records.insert(r.records.end(), recs.begin(), recs.end());
   r.summary = summarize(r.records);
+}
+
+// score(j) for every scored position j in [first_scored, n_ctx - 1), split over the pool.
+template <class Score>
+std::vector<TokenRecord> scored_rows(const KldBase& b, ThreadPool& pool, Score score) {
+  const int first = b.first_scored();
+  std::vector<TokenRecord> out(std::max(0, (int)b.n_ctx - 1 - first));  // (scored) slot k: position first + k
+  pool.parallel_for((int)out.size(), [&](int begin, int end) {
+    for (int k = begin; k < end; k++) out[k] = score(first + k);
+  });
+  return out;
 }
 
 TokenRecord placed(TokenRecord t, int chunk, int pos) {
@@ -91,10 +98,13 @@ KldBase make_kld_base(const Model& ref, KldBase b, const CertifyOptions& o) {
   require_base_fits(b, ref, "reference");
   b.records.assign((size_t)b.n_chunk * b.scored_per_chunk() * b.nv(), 0);
   const int v = b.n_vocab;
-  each_chunk(b.n_chunk, o, b.n_chunk, [&](int c) {
-    const std::vector<float> logits = certify_chunk_logits(ref, chunk_tokens(b, c, ref), false);  // (n_ctx, v)
-    for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
-      encode_kld_record(&logits[(size_t)j * v], v, b.record(c, j));
+  const int first = b.first_scored();
+  each_chunk(b.n_chunk, o, b.n_chunk, [&](int c, ThreadPool& pool) {
+    const std::vector<float> logits =  // (n_ctx - first, v)
+        certify_chunk_logits(ref, chunk_tokens(b, c, ref), false, num::NumericsProfile::Canonical, first, &pool);
+    pool.parallel_for((int)b.n_ctx - 1 - first, [&](int begin, int end) {
+      for (int k = begin; k < end; k++) encode_kld_record(&logits[(size_t)k * v], v, b.record(c, first + k));
+    });
   });
   return b;
 }
@@ -118,12 +128,13 @@ CertifyResult certify_against_base(const KldBase& b, const Model& cand, const Ce
   for (int c = 0; c < b.n_chunk; c++) chunks.push_back(chunk_tokens(b, c, cand));
   const int prompts = ref ? std::min(o.greedy_prompts, b.n_chunk) : 0;
   const int v = b.n_vocab;
-  score_all(b, o, b.n_chunk + prompts, r, [&](int c) {
-    const std::vector<float> lc = certify_chunk_logits(cand, chunks[c], o.candidate_kv_int8, o.candidate_numerics);  // (n_ctx, v)
-    std::vector<TokenRecord> out;
-    for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
-      out.push_back(placed(compare_base_logits(b.record(c, j), &lc[(size_t)j * v], v, chunks[c][j + 1]), c, j));
-    return out;
+  const int first = b.first_scored();
+  score_all(b, o, b.n_chunk + prompts, r, [&](int c, ThreadPool& pool) {
+    const std::vector<float> lc =  // (n_ctx - first, v)
+        certify_chunk_logits(cand, chunks[c], o.candidate_kv_int8, o.candidate_numerics, first, &pool);
+    return scored_rows(b, pool, [&](int j) {
+      return placed(compare_base_logits(b.record(c, j), &lc[(size_t)(j - first) * v], v, chunks[c][j + 1]), c, j);
+    });
   });
   if (ref) {
     require_comparable(*ref, cand);
@@ -138,13 +149,14 @@ CertifyResult certify_base_candidate(const Model& ref, const KldBase& b, const C
   require_base_fits(b, ref, "candidate KLD base");
   CertifyResult r = result_shell(b);
   const int v = b.n_vocab;
-  score_all(b, o, b.n_chunk, r, [&](int c) {
+  const int first = b.first_scored();
+  score_all(b, o, b.n_chunk, r, [&](int c, ThreadPool& pool) {
     const std::vector<int> tokens = chunk_tokens(b, c, ref);
-    const std::vector<float> lr = certify_chunk_logits(ref, tokens, false);  // (n_ctx, v)
-    std::vector<TokenRecord> out;
-    for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++)
-      out.push_back(placed(compare_logits_base(&lr[(size_t)j * v], b.record(c, j), v, tokens[j + 1]), c, j));
-    return out;
+    const std::vector<float> lr =  // (n_ctx - first, v)
+        certify_chunk_logits(ref, tokens, false, num::NumericsProfile::Canonical, first, &pool);
+    return scored_rows(b, pool, [&](int j) {
+      return placed(compare_logits_base(&lr[(size_t)(j - first) * v], b.record(c, j), v, tokens[j + 1]), c, j);
+    });
   });
   r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
   return r;
@@ -160,10 +172,12 @@ namespace {
 // own F32 logits differ from ours by ~1e-5; another model differs by far more).
 void require_first_chunk_matches(const KldBase& b, const Model& ref, const std::string& path) {
   const int v = b.n_vocab;
-  const std::vector<float> logits = certify_chunk_logits(ref, chunk_tokens(b, 0, ref), false);  // (n_ctx, v)
+  const int first = b.first_scored();
+  const std::vector<float> logits =  // (n_ctx - first, v)
+      certify_chunk_logits(ref, chunk_tokens(b, 0, ref), false, num::NumericsProfile::Canonical, first);
   std::vector<uint16_t> mine((size_t)b.nv());
-  for (int j = b.first_scored(); j + 1 < (int)b.n_ctx; j++) {
-    encode_kld_record(&logits[(size_t)j * v], v, mine.data());
+  for (int j = first; j + 1 < (int)b.n_ctx; j++) {
+    encode_kld_record(&logits[(size_t)(j - first) * v], v, mine.data());
     const std::vector<float> a = decode_kld_record(mine.data(), v), f = decode_kld_record(b.record(0, j), v);
     float scale;
     std::memcpy(&scale, b.record(0, j), 4);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "audit/interop/exp_rows.h"
 #include "numerics/numerics.h"
 
 namespace oracle {
@@ -13,12 +14,16 @@ namespace oracle {
 // e^v for v <= 0 in float64; below -700 the term is < 1e-304 and counts as 0.
 static double exp_nonpositive(double v) { return v < -700.0 ? 0.0 : num::exp_d(v); }
 
+// The exps run 8 lanes wide (exp_rows.h: each element exactly exp_d's bits);
+// every sum stays one accumulator in increasing k.
 std::vector<double> log_softmax_f64(const float* logits, int n) {
   float m = num::max_fixed_order(logits, n);
+  std::vector<double> out(n);  // (n) first the shifted logits and their exps, then the log-probs
+  for (int k = 0; k < n; k++) out[k] = (double)logits[k] - (double)m;
+  exp_nonpositive_rows(out.data(), out.data(), n);
   double sum = 0.0;  // increasing k, one accumulator
-  for (int k = 0; k < n; k++) sum += exp_nonpositive((double)logits[k] - (double)m);
+  for (int k = 0; k < n; k++) sum += out[k];
   double lse = (double)m + num::log_d(sum);
-  std::vector<double> out(n);
   for (int k = 0; k < n; k++) out[k] = (double)logits[k] - lse;
   return out;
 }
@@ -26,15 +31,15 @@ std::vector<double> log_softmax_f64(const float* logits, int n) {
 TokenRecord compare_logits(const float* ref, const float* cand, int n_vocab, int next) {
   std::vector<double> lr = log_softmax_f64(ref, n_vocab);
   std::vector<double> lc = log_softmax_f64(cand, n_vocab);
+  std::vector<double> p(n_vocab);  // (n_vocab) p_ref(k)
+  exp_nonpositive_rows(lr.data(), p.data(), n_vocab);
   TokenRecord r;
   r.next = next;
   r.top_ref = num::argmax_lowest(ref, n_vocab);
   r.top_cand = num::argmax_lowest(cand, n_vocab);
   double kld = 0.0;  // increasing k
-  for (int k = 0; k < n_vocab; k++) {
-    double p = exp_nonpositive(lr[k]);
-    if (p > 0.0) kld += p * (lr[k] - lc[k]);
-  }
+  for (int k = 0; k < n_vocab; k++)
+    if (p[k] > 0.0) kld += p[k] * (lr[k] - lc[k]);
   r.kld = kld;
   r.nll_ref = -lr[next];
   r.nll_cand = -lc[next];

@@ -15,10 +15,12 @@
 #include "audit/certify/certify.h"
 #include "audit/certify/certify_figures.h"
 #include "audit/certify/certify_report.h"
+#include "audit/interop/exp_rows.h"
 #include "audit/interop/logit_stats.h"
 #include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
+#include "reference/tokenizer/tokenizer.h"
 #include "numerics/numerics.h"
 #include "audit/interop/svg.h"
 #include "audit/interop/svg_plot.h"
@@ -201,6 +203,138 @@ TEST_CASE("chunk-parallel certification is bit-identical to one thread") {
   CHECK(bits(one.summary.kld.mean) == bits(many.summary.kld.mean));
   CHECK(bits(one.summary.perplexity.ratio.mean) == bits(many.summary.perplexity.ratio.mean));
   CHECK(one.first_divergence == many.first_divergence);
+}
+
+TEST_CASE("exp_nonpositive_rows gives num::exp_d's bits on every ISA path, any length") {
+  std::vector<double> v;  // edges, the -700 cut, then a deterministic sweep of [-760, 5]
+  for (double e : {0.0, -0.0, -1e-300, -1e-17, -0.5, -1.0, -2.0, -20.0, -699.999, -700.0, -700.0000001, -745.0, 1.0, 3.5})
+    v.push_back(e);
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < 20000; i++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    v.push_back(-760.0 + 765.0 * (double)(x >> 11) / 9007199254740992.0);
+  }
+  for (const char* isa : {"scalar", "avx2", "avx512"})
+    for (int n : {0, 1, 7, 8, 9, 15, 17, (int)v.size()}) {
+      std::vector<double> out(n, -1.0);
+      if (!exp_nonpositive_rows_on(isa, v.data(), out.data(), n)) continue;  // this CPU lacks the path
+      int wrong = 0;
+      for (int k = 0; k < n; k++) {
+        const double want = v[k] < -700.0 ? 0.0 : num::exp_d(v[k]);
+        if (bits(out[k]) != bits(want) && wrong++ < 3) UNSCOPED_INFO(isa << " v " << v[k] << " got " << out[k]);
+      }
+      INFO(isa << " n " << n);
+      CHECK(wrong == 0);
+    }
+}
+
+// The statistics of one position, written out here one element at a time in
+// increasing k with num::exp_d (docs/certify.md), for comparison with certify's.
+TokenRecord scalar_record(const float* ref, const float* cand, int v, int next) {
+  auto log_softmax = [v](const float* x) {
+    float m = x[0];
+    for (int k = 1; k < v; k++) m = x[k] > m ? x[k] : m;
+    double sum = 0.0;
+    for (int k = 0; k < v; k++) {
+      const double d = (double)x[k] - (double)m;
+      sum += d < -700.0 ? 0.0 : num::exp_d(d);
+    }
+    std::vector<double> out(v);
+    for (int k = 0; k < v; k++) out[k] = (double)x[k] - ((double)m + num::log_d(sum));
+    return out;
+  };
+  const std::vector<double> lr = log_softmax(ref), lc = log_softmax(cand);
+  TokenRecord r;
+  for (int k = 0; k < v; k++) {
+    const double p = lr[k] < -700.0 ? 0.0 : num::exp_d(lr[k]);
+    if (p > 0.0) r.kld += p * (lr[k] - lc[k]);
+  }
+  r.nll_ref = -lr[next];
+  r.nll_cand = -lc[next];
+  return r;
+}
+
+TEST_CASE("certify's records and greedy agreement equal a plain one-chunk-at-a-time recomputation") {
+  Model ref = load("gguf/llama2xs.gguf"), cand = load("gguf/llama2xs-q4_0.gguf");
+  const std::string text = corpus();
+  CertifyOptions o = short_run("llamacpp", 3);
+  o.threads = 2;
+  o.greedy_prompts = 3;
+  const CertifyResult r = certify(ref, cand, text, o);
+  Tokenizer tok(ref.vocab);
+  const std::vector<CertifyChunk> chunks =
+      make_certify_chunks(tok.encode(text, tok.vocab().add_bos), tok.bos_id(), tok.vocab().add_bos, o);
+  const int v = ref.config.vocab_size;
+  size_t at = 0;
+  REQUIRE(chunks.size() == 3u);
+  REQUIRE(r.first_divergence.size() == 3u);
+  for (int c = 0; c < 3; c++) {
+    std::vector<float> logits[2];  // every position's logits of each model, one thread
+    for (int m = 0; m < 2; m++) {
+      KvCache kv((m ? cand : ref).config, KvCacheOptions{});
+      ForwardOptions fo;
+      fo.all_logits = true;
+      logits[m] = forward(m ? cand : ref, kv, 0, chunks[c].tokens, fo);
+    }
+    for (int j = 64; j + 1 < 128; j++, at++) {
+      REQUIRE(at < r.records.size());
+      const TokenRecord want = scalar_record(&logits[0][(size_t)j * v], &logits[1][(size_t)j * v], v, chunks[c].tokens[j + 1]);
+      const TokenRecord& got = r.records[at];
+      INFO("chunk " << c << " position " << j);
+      CHECK(got.pos == j);
+      CHECK(bits(got.kld) == bits(want.kld));
+      CHECK(bits(got.nll_ref) == bits(want.nll_ref));
+      CHECK(bits(got.nll_cand) == bits(want.nll_cand));
+    }
+  }
+  CHECK(at == r.records.size());
+  for (int p = 0; p < 3; p++) {  // prompt p: BOS + chunk p's tokens 1..16, 8 greedy steps, one model at a time
+    std::vector<int> prompt{tok.bos_id()};
+    prompt.insert(prompt.end(), chunks[p].tokens.begin() + 1, chunks[p].tokens.begin() + 17);
+    std::vector<int> gen[2];
+    for (int m = 0; m < 2; m++) {
+      KvCache kv((m ? cand : ref).config, KvCacheOptions{});
+      std::vector<float> l = forward(m ? cand : ref, kv, 0, prompt);
+      for (int s = 0; s < 8; s++) {
+        gen[m].push_back(num::argmax_lowest(l.data(), v));
+        l = forward(m ? cand : ref, kv, 0, std::vector<int>{gen[m].back()});
+      }
+    }
+    int d = 0;
+    while (d < 8 && gen[0][d] == gen[1][d]) d++;
+    CHECK(r.first_divergence.at(p) == d);
+  }
+}
+
+TEST_CASE("forward's first_logit returns the tail of the all-rows logits, bit for bit, also through a sink") {
+  Model m = load("gguf/llama2xs-q8_0.gguf");
+  const std::vector<int> tokens = {1, 415, 217, 263, 31, 292, 27, 471, 263, 17};
+  ForwardOptions fo;
+  fo.all_logits = true;
+  KvCache a(m.config, KvCacheOptions{});
+  const std::vector<float> all = forward(m, a, 0, tokens, fo);
+  fo.first_logit = 6;
+  fo.threads = 2;
+  KvCache b(m.config, KvCacheOptions{});
+  const std::vector<float> tail = forward(m, b, 0, tokens, fo);
+  const size_t v = m.config.vocab_size;
+  REQUIRE(tail.size() == 4 * v);
+  CHECK(std::equal(tail.begin(), tail.end(), all.begin() + 6 * v));
+  std::vector<float> blocks(4 * v, -1.0f);  // the sink's blocks of 3 rows, placed by row
+  int calls = 0;
+  fo.logits_block = 3;
+  fo.logits_sink = [&](int row, std::span<const float> l) {
+    calls++;
+    std::copy(l.begin(), l.end(), blocks.begin() + row * v);
+  };
+  KvCache s(m.config, KvCacheOptions{});
+  CHECK(forward(m, s, 0, tokens, fo).empty());
+  CHECK(calls == 2);
+  CHECK(blocks == tail);
+  fo.logits_sink = nullptr;
+  fo.first_logit = 10;
+  KvCache c(m.config, KvCacheOptions{});
+  require_field([&] { forward(m, c, 0, tokens, fo); }, "first_logit");
 }
 
 TEST_CASE("llama2xs: Q8_0 is much closer to the reference than Q4_0 (llamacpp protocol slice)") {

@@ -316,8 +316,13 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   mm(cx, local.data(), xn.data(), cls, n_out, c.dim, vr.size());
   if (fault::active(fault::Fault::TP_RANK_SUM_ORDER) && n_ranks(cx) > 1 && cx.split->rank == n_ranks(cx) - 1)
     sequential_rows(local.data(), xn.data(), cls, n_out, c.dim, vr.size());  // FAULT: one rank sums left to right
-  std::vector<float> logits((size_t)n_out * c.vocab_size);  // (n_out, vocab_size)
-  gather_cols(cx, &SliceLayout::vocab_rows, local, n_out, c.vocab_size, logits);
+  std::vector<float> logits;  // (n_out, vocab_size); one rank: `local` itself, not a copy
+  if (n_ranks(cx) == 1) {
+    logits = std::move(local);
+  } else {
+    logits.resize((size_t)n_out * c.vocab_size);
+    gather_cols(cx, &SliceLayout::vocab_rows, local, n_out, c.vocab_size, logits);
+  }
   cx.rows.erase(cx.rows.begin(), cx.rows.begin() + first);  // trace only the returned rows
   emit(cx, "output_norm", 0, xn, c.dim);
   emit(cx, "logits", 0, logits, c.vocab_size);
@@ -326,14 +331,14 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
 
 // Admission control: the scratch of this call (RunState, the K/V row pointers,
 // the logits) computed before anything is allocated (base/memory_budget.h).
-void admit_activations(const Ctx& cx, bool all_logits) {
+void admit_activations(const Ctx& cx, bool all_logits, int first_logit) {
   const Config& c = cx.c;
   const uint64_t n = cx.rows.size();
   const uint64_t q = (uint64_t)c.n_heads * c.head_dim, kv = (uint64_t)c.n_kv_heads * c.head_dim;
   const uint64_t per_row = 3 * (uint64_t)c.dim + 2 * q + 2 * kv + 2 * (uint64_t)c.hidden_dim + (uint64_t)c.head_dim;
   uint64_t pointers = 0;
   for (const Row& r : cx.rows) pointers += 2 * ((uint64_t)r.pos + 1);
-  const uint64_t logits = mul_sat(all_logits ? n : 1, (uint64_t)c.vocab_size + c.dim);
+  const uint64_t logits = mul_sat(all_logits ? n - first_logit : 1, (uint64_t)c.vocab_size + c.dim);
   const uint64_t bytes = mul_sat(mul_sat(n, per_row) + logits, sizeof(float)) + mul_sat(pointers, sizeof(void*));
   admit_allocation(bytes, "forward", "tokens",
                    "the activations of " + std::to_string(n) + " tokens", "use a shorter prompt or --prefill-chunk");
@@ -342,17 +347,37 @@ void admit_activations(const Ctx& cx, bool all_logits) {
 // Non-finite values in the residual stream or the logits (the weights were
 // checked finite at load, so an activation overflowed): InputError naming the
 // model file, op, layer and position — greedy would otherwise skip NaN logits silently.
-void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer) {
+void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer, int row0 = 0) {
   for (size_t i = 0; i < buf.size(); i++) {
     if (std::isfinite(buf[i])) continue;
     char field[64];
     std::snprintf(field, sizeof field, name, layer);
-    const size_t r = i / (size_t)width;
+    const size_t r = row0 + i / (size_t)width;
     throw InputError(cx.model.path.empty() ? "forward" : cx.model.path, field,  // the model file: its weights overflow
                      std::string(buf[i] != buf[i] ? "NaN" : "infinite") + " value at position " +
                          std::to_string(cx.rows[r].pos) + " (element " + std::to_string(i % (size_t)width) +
                          "): an activation overflowed float32 (in forward)");
   }
+}
+
+// all_logits with a sink, one rank, no trace: the head in blocks of logits_block rows,
+// each checked finite and handed to the sink, so only one block of logits is live
+// (every row's bits as in one call: rows are independent, forward.h). Returns {}.
+std::vector<float> head_blocks(Ctx& cx, RunState& st, int first, const ForwardOptions& opt) {
+  const Config& c = cx.c;
+  const int n_out = st.n - first, block = std::max(1, opt.logits_block);
+  cx.rows.erase(cx.rows.begin(), cx.rows.begin() + first);
+  std::vector<float> xn((size_t)n_out * c.dim);  // (n_out, dim)
+  norm_rows(cx, xn.data(), &st.x[(size_t)first * c.dim], cx.model.weights.final_norm, n_out, c.dim);
+  const WeightMatrix cls = rows_of(cx.model.weights.classifier, c.dim, cx.sl.vocab_rows);
+  for (int r0 = 0; r0 < n_out; r0 += block) {
+    const int nb = std::min(block, n_out - r0);
+    std::vector<float> logits((size_t)nb * c.vocab_size);  // (nb, vocab_size)
+    mm(cx, logits.data(), &xn[(size_t)r0 * c.dim], cls, nb, c.dim, c.vocab_size);
+    check_finite(cx, logits, c.vocab_size, "logits", 0, r0);
+    opt.logits_sink(r0, logits);
+  }
+  return {};
 }
 
 // Checks ids and room, then appends every row's token to the cache (all or none).
@@ -391,6 +416,8 @@ void check_split(Ctx& cx) {
 std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> rows,
                             bool all_logits, const ForwardOptions& opt) {
   require_input(!rows.empty(), "forward", "tokens", "no tokens to run");
+  require_input(opt.first_logit >= 0 && (!all_logits || opt.first_logit < (int)rows.size()), "forward",
+                "first_logit", "first_logit " + std::to_string(opt.first_logit) + " outside the call's rows");
   std::unique_ptr<ThreadPool> own_pool;
   ThreadPool* pool = opt.pool;
   if (!pool) pool = (own_pool = std::make_unique<ThreadPool>(opt.threads)).get();
@@ -398,7 +425,7 @@ std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> ro
   require_input(!(ggml(cx) && kv.options().int8), "forward", "numerics",
                 "the ggml profile keeps llama.cpp's F16 KV cache: not with the int8 KV-cache mode");
   check_split(cx);
-  admit_activations(cx, all_logits);
+  admit_activations(cx, all_logits, all_logits ? opt.first_logit : 0);
   validate_and_append(cx);
   std::vector<std::pair<int, int>> appended;  // (seq, length before): undone when a check fails
   for (const Row& row : cx.rows) appended.push_back({row.seq, row.pos});
@@ -413,7 +440,8 @@ std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> ro
       ffn_block(cx, l, st);
       check_finite(cx, st.x, cx.c.dim, "blk.%d.ffn_out", l);
     }
-    std::vector<float> logits = head(cx, st, all_logits ? 0 : st.n - 1);
+    if (all_logits && opt.logits_sink && n_ranks(cx) == 1 && !cx.trace) return head_blocks(cx, st, opt.first_logit, opt);
+    std::vector<float> logits = head(cx, st, all_logits ? opt.first_logit : st.n - 1);
     check_finite(cx, logits, cx.c.vocab_size, "logits", 0);
     return logits;
   } catch (...) {  // a failed call leaves the cache unchanged (forward.h)

@@ -32,6 +32,13 @@ struct Trace {
 struct ForwardOptions {
   int threads = 1;          // splits work over rows/heads only: changes no bit
   bool all_logits = false;  // logits for every position instead of only the last
+  int first_logit = 0;      // with all_logits: only rows [first_logit, n) of this call return logits
+  // With all_logits, one rank and no trace: those logits are handed to the sink in
+  // consecutive blocks of at most logits_block rows — (row - first_logit, (rows, vocab)) —
+  // instead of being returned (forward returns an empty vector); each row's bits are
+  // the returned ones, and only one block is live at a time (oracle certify).
+  std::function<void(int row, std::span<const float> logits)> logits_sink;
+  int logits_block = 8;
   Trace* trace = nullptr;
   // Persistent pool owned by the caller (e.g. a serving context); when null and
   // threads > 1, forward() makes a pool of `threads` threads for the call.
@@ -47,7 +54,8 @@ struct ForwardOptions {
 };
 
 // Runs `tokens` at positions kv.length() .. kv.length()+n-1 of sequence `seq`,
-// appending their K/V. Returns logits: (n or 1, vocab_size) row-major.
+// appending their K/V. Returns logits: (n - first_logit with all_logits, else 1;
+// vocab_size) row-major.
 // Throws InputError (fields "token", "position", "tokens", kv_cache "max_tokens")
 // before or while appending; a failed call leaves the cache unchanged.
 // Prefix caching: n = kv.attach_prefix(seq, prompt), then run prompt[n..].

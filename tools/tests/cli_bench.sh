@@ -47,6 +47,20 @@ case $CASE in
       fail "oracle links libcublas (fast mode dlopens it; linked it costs every process ~146 MB)"
     fi
     ;;
+  certify_rss_bound)  # oracle certify's peak RSS <= the two model files + 64 MiB (docs/performance.md
+    # "Certify (2026-12-04)"): SmolLM2 Q4_1 (vocabulary 49152, the logits that dominate) against
+    # itself, 2 chunks of 128 on 2 threads, greedy prompts batched; GNU time's maximum resident set
+    m="$MODELS/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" corpus="$SHARED/corpus/llama2xs-samples.txt"
+    need_fixture "$m"; need_fixture "$corpus"
+    /usr/bin/time -f %M -o "$WORK/rss" "$ORACLE" certify --reference "$m" --candidate "$m" --corpus "$corpus" \
+      --protocol llamacpp --ctx 128 --max-chunks 2 --threads 2 --greedy-prompts 2 --greedy-steps 4 --quiet \
+      --no-png --out "$WORK/cert" >"$WORK/cert.log" || fail "certify failed: $(tail -3 "$WORK/cert.log")"
+    peak=$(( $(tail -1 "$WORK/rss") * 1024 ))
+    bound=$(( 2 * $(stat -c %s "$m") + 64 * 1024 * 1024 ))
+    [ "$peak" -le "$bound" ] || fail "certify peak RSS $((peak >> 20)) MiB exceeds 2 files + 64 MiB = $((bound >> 20)) MiB"
+    [ -s "$WORK/cert/certificate.json" ] || fail "no certificate.json"
+    echo "  certify peak $((peak >> 20)) MiB, bound $((bound >> 20)) MiB"
+    ;;
   context_too_small)  # more positions than the context holds is bad input
     expect_input_error "context" "context" -- "$ORACLE" bench --prompt-tokens 200 --decode-tokens 100
     ;;

@@ -34,11 +34,18 @@ for corpus in $CORPORA; do
       # The exact command, as the README records it:
       "$P" -m "$(model_path "$m")" -f "$SHARED/corpus/$corpus-samples.txt" -c "$c" -b "$c" -t 2 --chunks "$n" \
         --kl-divergence-base "$tmp/$m.$tag.kld" >"$tmp/log" 2>&1 || { tail -5 "$tmp/log" >&2; exit 1; }
+      python3 - "$tmp/$m.$tag.kld" <<'PY' || { echo "llama-perplexity wrote an incomplete $m.$tag.kld" >&2; exit 1; }
+import os, struct, sys
+b = open(sys.argv[1], "rb").read(20)
+n_ctx, n_vocab, n_chunk = struct.unpack_from("<Iii", b, 8)
+want = 20 + 4 * n_ctx * n_chunk + 2 * n_chunk * (n_ctx - 1 - n_ctx // 2) * (2 * ((n_vocab + 1) // 2) + 4)
+sys.exit(b[:8] != b"_logits_" or os.path.getsize(sys.argv[1]) != want)
+PY
       gzip -n -9 -c "$tmp/$m.$tag.kld" >"$OUT/$m.$tag.kld.gz"
     done
     echo "$PAIRS" | while read -r cand ref; do
       # llama.cpp's logger thread can lose the last lines of stdout at exit: read --log-file, retried.
-      for try in 1 2 3; do
+      for try in 1 2 3 4 5 6 7 8 9 10; do
         rm -f "$tmp/log"
         "$P" -m "$(model_path "$cand")" -c "$c" -b "$c" -t 2 --kl-divergence-base "$tmp/$ref.$tag.kld" --kl-divergence \
           --log-file "$tmp/log" >/dev/null 2>&1 || { tail -5 "$tmp/log" >&2; exit 1; }

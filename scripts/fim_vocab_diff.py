@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-PEER = os.environ.get("PEER_DIR", "/work/main/build/peer")
+PEER = os.environ.get("PEER_DIR", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "peer"))
 SRC = PEER + "/llama_cpp_python-0.3.36/vendor/llama.cpp"
 LIB = PEER + "/build/bin"
 HERE = os.path.dirname(os.path.abspath(__file__))

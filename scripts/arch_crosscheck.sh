@@ -23,7 +23,7 @@ cc -O2 -std=c11 -I"$SRC/include" -I"$SRC/ggml/include" "$(dirname "$0")/peer/lla
 tokens=()
 for i in $(seq 0 39); do tokens+=($(((i * 97 + 13) % 384))); done
 mkdir -p "$OUT"
-for p in tiny gqa qwen2-tiny llama3-tiny linear-tiny yarn-tiny; do
+for p in tiny gqa qwen2-tiny llama3-tiny linear-tiny yarn-tiny llama31-tiny qwen25-yarn-tiny; do
   "$ORACLE" synth --preset "$p" -o "$WORK/$p.gguf" >/dev/null
   "$WORK/llamacpp_logits" "$WORK/$p.gguf" 256 "$WORK/llamacpp_$p.f32" "${tokens[@]}" 2>"$WORK/$p.log" ||
     { cat "$WORK/$p.log" >&2; exit 1; }

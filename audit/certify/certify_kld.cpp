@@ -162,6 +162,29 @@ CertifyResult certify_base_candidate(const Model& ref, const KldBase& b, const C
   return r;
 }
 
+CertifyResult certify_base_base(const KldBase& ref, const KldBase& cand, const std::string& cand_path,
+                                const CertifyOptions& o) {
+  const std::string ref_has = " (the reference file has ";
+  require_input(cand.n_ctx == ref.n_ctx, cand_path, "n_ctx",
+                "context " + std::to_string(cand.n_ctx) + ref_has + std::to_string(ref.n_ctx) + ")");
+  require_input(cand.n_vocab == ref.n_vocab, cand_path, "n_vocab",
+                "vocabulary " + std::to_string(cand.n_vocab) + ref_has + std::to_string(ref.n_vocab) + ")");
+  require_input(cand.n_chunk == ref.n_chunk, cand_path, "n_chunk",
+                std::to_string(cand.n_chunk) + " chunks" + ref_has + std::to_string(ref.n_chunk) + ")");
+  require_input(cand.tokens == ref.tokens, cand_path, "tokens", "not the reference file's corpus tokens");
+  CertifyResult r = result_shell(ref);
+  score_all(ref, o, ref.n_chunk, r, [&](int c) {
+    std::vector<TokenRecord> out;
+    for (int j = ref.first_scored(); j + 1 < (int)ref.n_ctx; j++) {
+      const int next = ref.tokens[(size_t)c * ref.n_ctx + (size_t)j + 1];
+      out.push_back(placed(compare_base_records(ref.record(c, j), cand.record(c, j), ref.n_vocab, next), c, j));
+    }
+    return out;
+  });
+  r.greedy = summarize_greedy(r.first_divergence, o.greedy_steps);
+  return r;
+}
+
 // ============================================================================
 // Reference cache
 // ============================================================================

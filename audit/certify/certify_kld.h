@@ -37,6 +37,12 @@ CertifyResult certify_against_base(const KldBase& base, const Model& candidate, 
 // Our reference against `base` as the candidate (no greedy agreement).
 CertifyResult certify_base_candidate(const Model& reference, const KldBase& base, const CertifyOptions& o);
 
+// Both sides from base files (--reference-kld-base with --candidate-kld-base): only the
+// statistics, no model. InputError naming the candidate file's field unless both files
+// hold the same n_ctx, n_vocab, chunks and tokens.
+CertifyResult certify_base_base(const KldBase& reference, const KldBase& candidate, const std::string& candidate_path,
+                                const CertifyOptions& o);
+
 // --reference-cache: reads `path` when it exists (InputError naming the field
 // that differs from what `reference` would write for this corpus), else makes
 // the base and writes it atomically. `reused` tells which happened.

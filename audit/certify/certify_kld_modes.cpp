@@ -89,6 +89,25 @@ KldModeOutcome candidate_base_mode(const KldModeRequest& k, CertifyOptions o) {
   return out;
 }
 
+KldModeOutcome files_mode(const KldModeRequest& k, CertifyOptions o) {
+  need(k.reference.empty() && k.candidate.empty() && k.corpus.empty(), "--candidate-kld-base",
+       "with --reference-kld-base both sides are files: no --reference, --candidate or --corpus");
+  need(o.candidate_numerics == num::NumericsProfile::Canonical, "--candidate-numerics",
+       "the candidate is the file's log-probabilities: no forward pass to run in another profile");
+  check_kld_sidecar(k.reference_base, false, "re-write it with `oracle certify --write-kld-base`");
+  check_kld_sidecar(k.candidate_base, false, "re-write it with `oracle certify --write-kld-base`");
+  const KldBase ref = read_kld_base(k.reference_base), cand = read_kld_base(k.candidate_base);
+  adopt_ctx(ref, k.reference_base, o, k.ctx_given);
+  KldModeOutcome out;
+  out.result = certify_base_base(ref, cand, k.candidate_base, o);
+  out.info.reference_path = k.reference_base + " (llama.cpp KLD base)";
+  out.info.reference_sha256 = sha256_file(k.reference_base);
+  out.info.candidate_path = k.candidate_base + " (llama.cpp KLD base)";
+  out.info.candidate_sha256 = sha256_file(k.candidate_base);
+  out.info.weight_type = "KLD_BASE";
+  return out;
+}
+
 KldModeOutcome cache_mode(const KldModeRequest& k, const CertifyOptions& o) {
   need(!k.reference.empty() && !k.candidate.empty() && !k.corpus.empty(), "--reference-cache",
        "needs --reference, --candidate and --corpus");
@@ -110,13 +129,16 @@ KldModeOutcome cache_mode(const KldModeRequest& k, const CertifyOptions& o) {
 }  // namespace
 
 KldModeOutcome run_kld_mode(const KldModeRequest& k, CertifyOptions o) {
+  const bool files = !k.reference_base.empty() && !k.candidate_base.empty();  // both sides files
   const int modes = !k.write_base.empty() + !k.reference_base.empty() + !k.candidate_base.empty() + !k.cache.empty();
-  need(modes == 1, "--write-kld-base", "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base, "
+  need(modes == 1 || (files && modes == 2), "--write-kld-base",
+       "give one of --write-kld-base, --reference-kld-base, --candidate-kld-base (or both of those two), "
        "--reference-cache");
   need(o.protocol == Protocol::LlamaCpp, "--protocol",
        "KLD base files hold llama-perplexity's protocol (llamacpp, implied when --protocol is not given)");
   if (!k.write_base.empty()) return write_mode(k, o);
-  KldModeOutcome out = !k.reference_base.empty() ? reference_base_mode(k, o)
+  KldModeOutcome out = files                      ? files_mode(k, o)
+                       : !k.reference_base.empty() ? reference_base_mode(k, o)
                        : !k.candidate_base.empty() ? candidate_base_mode(k, o)
                                                    : cache_mode(k, o);
   out.scored = true;

@@ -2,7 +2,8 @@
 // ============================================================================
 // The four KLD-base modes of `oracle certify` as one library call (the CLI in
 // tools/certify_kld_cli.cpp only parses options and prints; docs/certify.md
-// "KLD base files"). Exactly one of the four file fields is set:
+// "KLD base files"). Exactly one of the four file fields is set (or both
+// reference_base and candidate_base: the statistics of two base files, no model):
 //   write_base      the reference's base file for `corpus` is written, no score;
 //   reference_base  that file is the reference, `candidate` is scored against it
 //                   (greedy agreement too when `reference` is also given);
@@ -20,7 +21,7 @@
 namespace oracle {
 
 struct KldModeRequest {
-  std::string write_base, reference_base, candidate_base, cache;  // exactly one set
+  std::string write_base, reference_base, candidate_base, cache;  // one set (or the two bases)
   std::string reference, candidate, corpus;                       // model and corpus paths ("" = not given)
   bool ctx_given = false;                                         // --ctx given explicitly
 };

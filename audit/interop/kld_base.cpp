@@ -123,6 +123,24 @@ TokenRecord compare_logits_base(const float* ref, const uint16_t* cand_record, i
   return r;
 }
 
+TokenRecord compare_base_records(const uint16_t* ref_record, const uint16_t* cand_record, int n_vocab, int next) {
+  const std::vector<float> lb = decode_kld_record(ref_record, n_vocab);   // (n_vocab)
+  const std::vector<float> lq = decode_kld_record(cand_record, n_vocab);  // (n_vocab)
+  TokenRecord r;
+  r.next = next;
+  r.top_ref = first_max(lb);
+  r.top_cand = first_max(lq);
+  double kld = 0.0;  // increasing k, llama.cpp's cut at ln p_base = -16
+  for (int k = 0; k < n_vocab; k++)
+    if (lb[k] > -16.0f) kld += exp_np((double)lb[k]) * ((double)lb[k] - (double)lq[k]);
+  r.kld = kld;
+  r.nll_ref = -(double)lb[next];
+  r.nll_cand = -(double)lq[next];
+  r.dp_top = exp_np((double)lq[r.top_ref]) - exp_np((double)lb[r.top_ref]);
+  r.dp_next = exp_np((double)lq[next]) - exp_np((double)lb[next]);
+  return r;
+}
+
 // ============================================================================
 // Files
 // ============================================================================

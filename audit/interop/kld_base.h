@@ -79,5 +79,9 @@ int kld_nearest_int(float x);
 TokenRecord compare_base_logits(const uint16_t* base_record, const float* cand, int n_vocab, int next);
 // Our float32 reference logits against a base file's record as the candidate.
 TokenRecord compare_logits_base(const float* ref, const uint16_t* cand_record, int n_vocab, int next);
+// Two base files' records: the reference side as compare_base_logits reads it (cut at
+// ln p <= -16, first maximum), the candidate side as compare_logits_base reads it (the
+// decoded log-probabilities as they are, first maximum).
+TokenRecord compare_base_records(const uint16_t* ref_record, const uint16_t* cand_record, int n_vocab, int next);
 
 }  // namespace oracle

@@ -95,3 +95,45 @@ TEST_CASE("run_kld_mode: write mode writes the file atomically and reports its h
   CHECK(back.records.size() == (size_t)2 * back.scored_per_chunk() * back.nv());
   std::filesystem::remove(path);
 }
+
+// Both sides base files (no model): a file against itself is zero divergence exactly (every
+// term is p (ln p - ln p)), ln PPL ratio 0 and the same top everywhere; PPL(base) is the file's,
+// llama-perplexity's printed digits. A file whose header or tokens differ is refused naming the
+// candidate file and field; a model beside the two files is refused naming the option.
+TEST_CASE("run_kld_mode: two base files, statistics only") {
+  const std::string base = test::fixture("gguf/llama2xs-samples.kld");
+  KldModeRequest k;
+  k.reference_base = base, k.candidate_base = base;
+  const KldModeOutcome out = run_kld_mode(k, llamacpp_options());
+  REQUIRE(out.scored);
+  const Summary& s = out.result.summary;
+  CHECK(s.n == 109 * 63);
+  CHECK(s.kld.mean == 0.0);
+  CHECK(s.kld_percentiles.front().second == 0.0);
+  CHECK(s.same_top.mean == 1.0);
+  CHECK(s.perplexity.ln_ratio.mean == 0.0);
+  CHECK(std::fabs(s.perplexity.ppl_ref.mean - 7.688349) < 5e-7);
+  CHECK(s.perplexity.ppl_cand.mean == s.perplexity.ppl_ref.mean);
+  CHECK(out.info.weight_type == "KLD_BASE");
+  CHECK(out.info.candidate_path == base + " (llama.cpp KLD base)");
+
+  const std::string path = (std::filesystem::temp_directory_path() / "oracle_test_kld_modes_two.kld").string();
+  KldBase shorter = read_kld_base(base);
+  shorter.n_chunk = 2;
+  shorter.tokens.resize((size_t)2 * shorter.n_ctx);
+  shorter.records.resize((size_t)2 * shorter.scored_per_chunk() * shorter.nv());
+  write_kld_base(path, shorter);
+  KldModeRequest other = k;
+  other.candidate_base = path;
+  try {
+    run_kld_mode(other, llamacpp_options());
+    FAIL("a candidate file of 2 chunks against 109 was accepted");
+  } catch (const InputError& e) {
+    CHECK(e.file() == path);
+    CHECK(e.field() == "n_chunk");
+  }
+  std::filesystem::remove(path);
+  KldModeRequest with_model = k;
+  with_model.candidate = test::fixture("gguf/llama2xs-q4_0.gguf");
+  CHECK(refusal_field(with_model, llamacpp_options()) == "--candidate-kld-base");
+}

@@ -24,6 +24,14 @@ int read_token_id(const GgufFile& g, const std::string& key, int fallback, size_
   return static_cast<int>(id);
 }
 
+// llama.cpp reads the FIM ids as uint32 and ignores (with a warning) one outside the
+// vocabulary, keeping LLAMA_TOKEN_NULL; such a file loads there, so it loads here (-1).
+int read_fim_id(const GgufFile& g, const std::string& key, int current, size_t n_vocab) {
+  if (!g.has(key)) return current;
+  const int64_t id = g.get_int(key);
+  return id >= 0 && static_cast<uint64_t>(id) < n_vocab ? static_cast<int>(id) : current;
+}
+
 VocabType read_vocab_type(const GgufFile& g) {
   const std::string key = "tokenizer.ggml.model";
   std::string model = g.get_string(key);
@@ -70,6 +78,12 @@ Vocab vocab_from_gguf(const GgufFile& g) {
   v.remove_extra_whitespaces = g.get_bool("tokenizer.ggml.remove_extra_whitespaces", false);
   v.eot_id = read_token_id(g, "tokenizer.ggml.eot_token_id", -1, n);
   v.eom_id = read_token_id(g, "tokenizer.ggml.eom_token_id", -1, n);
+  const char* const fim[6] = {"pre", "suf", "mid", "pad", "rep", "sep"};
+  for (int i = 0; i < 6; i++)
+    v.fim_ids[i] = read_fim_id(g, std::string("tokenizer.ggml.fim_") + fim[i] + "_token_id", -1, n);
+  const char* const deprecated[3] = {"prefix", "suffix", "middle"};  // read after, as llama.cpp
+  for (int i = 0; i < 3; i++)
+    v.fim_ids[i] = read_fim_id(g, std::string("tokenizer.ggml.") + deprecated[i] + "_token_id", v.fim_ids[i], n);
   v.pre = g.get_string("tokenizer.ggml.pre", "");
   v.chat_template = g.get_string("tokenizer.chat_template", "");
   v.name = g.get_string("general.name", "");

@@ -124,6 +124,11 @@ struct Vocab {
   bool remove_extra_whitespaces = false;  // SentencePiece: collapse runs of spaces, trim
   int eot_id = -1;                  // tokenizer.ggml.eot_token_id (-1: found by text, as llama.cpp)
   int eom_id = -1;                  // tokenizer.ggml.eom_token_id (-1: found by text)
+  // Fill-in-the-middle tokens (tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id, and the
+  // deprecated prefix/suffix/middle_token_id), in that order; -1: absent or outside the
+  // vocabulary (llama.cpp warns and ignores such a key), then found by text as llama.cpp does.
+  // pad, rep and sep end generation.
+  int fim_ids[6] = {-1, -1, -1, -1, -1, -1};
   std::string pre;                  // GPT-2 pre-tokenizer name (GGUF tokenizer.ggml.pre)
   std::string chat_template;        // tokenizer.chat_template (Jinja source), or empty
   std::string name;                 // general.name (llama.cpp keys Phi-3's RSTRIP tokens on it)

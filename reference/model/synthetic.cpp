@@ -38,9 +38,16 @@ static Config tiny_variant(const char* arch, RopeScaling scaling, float factor, 
   return c;
 }
 
-static Config tiny_llama3() {
+static Config tiny_llama3(double original_context = 64.0) {
   Config c = make_config(64, 176, 2, 4, 2, 384, 256, true, 500000.0f);
-  c.rope.freq_factors = llama3_rope_factors(500000.0, c.head_dim, 8.0, 1.0, 4.0, 64.0);
+  c.rope.freq_factors = llama3_rope_factors(500000.0, c.head_dim, 8.0, 1.0, 4.0, original_context);
+  return c;
+}
+
+// Qwen2.5's release values: qwen2 (q/k/v biases), theta 1e6, YaRN factor 4 from 32768.
+static Config tiny_qwen25_yarn() {
+  Config c = tiny_variant("qwen2", RopeScaling::Yarn, 4.0f, 32768);
+  c.rope_theta = 1000000.0f;
   return c;
 }
 
@@ -62,6 +69,10 @@ const std::vector<SyntheticPreset>& synthetic_presets() {
        tiny_variant("llama", RopeScaling::Linear, 4.0f, 0), true},
       {"yarn-tiny", "tiny shape, YaRN RoPE scaling factor 4, original context 32",
        tiny_variant("llama", RopeScaling::Yarn, 4.0f, 32), true},
+      {"llama31-tiny", "tiny shape, Llama 3.1's rope values: theta 500000, rope_freqs factor 8, low 1, high 4, "
+       "original 8192", tiny_llama3(8192.0), true},
+      {"qwen25-yarn-tiny", "tiny shape, Qwen2.5's rope values: qwen2, theta 1e6, YaRN factor 4 from 32768",
+       tiny_qwen25_yarn(), true},
   };
   return presets;
 }

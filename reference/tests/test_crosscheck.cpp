@@ -240,7 +240,8 @@ std::vector<float> read_f32(const std::string& path) {
 namespace {
 void crosscheck_presets(bool with_llamacpp) {
   const std::vector<int> tokens = crosscheck_tokens();
-  for (const char* name : {"tiny", "gqa", "qwen2-tiny", "llama3-tiny", "linear-tiny", "yarn-tiny"}) {
+  for (const char* name : {"tiny", "gqa", "qwen2-tiny", "llama3-tiny", "linear-tiny", "yarn-tiny", "llama31-tiny",
+                           "qwen25-yarn-tiny"}) {
     INFO("preset " << name);
     const SyntheticPreset& p = synthetic_preset(name);
     const Model m = synthetic_model(p, kDefaultSeed, synthetic_byte_vocab(p.config.vocab_size));
@@ -300,7 +301,7 @@ TEST_CASE("crosscheck: llama.cpp F32 logits agree with ours within the derived b
 TEST_CASE("crosscheck: the bound is tight enough to catch an ignored switch", "[crosscheck][exact]") {
   // Dropping each preset's switch (scaling, factors, biases) moves the logits by far more than the bound.
   const std::vector<int> tokens = crosscheck_tokens();
-  for (const char* name : {"qwen2-tiny", "llama3-tiny", "linear-tiny", "yarn-tiny"}) {
+  for (const char* name : {"qwen2-tiny", "llama3-tiny", "linear-tiny", "yarn-tiny", "llama31-tiny", "qwen25-yarn-tiny"}) {
     INFO("preset " << name);
     const SyntheticPreset& p = synthetic_preset(name);
     Model m = synthetic_model(p, kDefaultSeed, synthetic_byte_vocab(p.config.vocab_size));

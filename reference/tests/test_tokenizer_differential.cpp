@@ -107,6 +107,33 @@ std::vector<std::string> fixtures() {
 
 Tokenizer load(const std::string& path) { return Tokenizer(load_gguf_vocab(path)); }
 
+// A synthetic model over `tok`, its logits pushed to each id by a logit bias, stops right there
+// with reason eos in generate() (run, golden) and in the TextStream replay teacher-forces through.
+int check_stops_at(const Tokenizer& tok, const std::vector<int>& ids, const std::string& vocab) {
+  SyntheticPreset preset = synthetic_preset(kDefaultPreset);
+  preset.config.vocab_size = tok.vocab_size();
+  const Model model = synthetic_model(preset, 7, tok.vocab());
+  const int plain = tok.encode("a", false).at(0);
+  for (int id : ids) {
+    INFO(vocab << " EOG id " << id);
+    GenerateOptions o;
+    o.max_tokens = 4;
+    o.sampler.temperature = 0.0f;
+    o.sampler.logit_bias = {{id, 1.0e4f}};
+    o.logprobs_top_n = 0;
+    const GenerationResult g = generate(model, tok, "Hello", o);
+    CHECK(g.output_ids == std::vector<int>{id});
+    CHECK(g.stop_detail == "eos");
+    CHECK(g.text.empty());
+    TextStream stream(tok, StopConditions{}, -1);
+    CHECK_FALSE(stream.push(plain).done);
+    const StreamStep st = stream.push(id);
+    CHECK(st.done);
+    CHECK(st.reason == FinishReason::Eos);
+  }
+  return (int)ids.size();
+}
+
 }  // namespace
 
 TEST_CASE("llama.cpp llama_tokenize fixtures: every vocabulary, plain and with special tokens", "[differential]") {
@@ -170,31 +197,43 @@ TEST_CASE("generation stops at every id of llama.cpp's end-of-generation set", "
     const json& h = lines.at(0);
     if (h.value("refused", false)) continue;
     const Tokenizer tok = load(vocab_path(h));
-    SyntheticPreset preset = synthetic_preset(kDefaultPreset);
-    preset.config.vocab_size = tok.vocab_size();
-    const Model model = synthetic_model(preset, 7, tok.vocab());
-    const int plain = tok.encode("a", false).at(0);
-    for (int id : h["eog"].get<std::vector<int>>()) {
-      INFO(h["vocab"].get<std::string>() << " EOG id " << id);
-      GenerateOptions o;
-      o.max_tokens = 4;
-      o.sampler.temperature = 0.0f;
-      o.sampler.logit_bias = {{id, 1.0e4f}};
-      o.logprobs_top_n = 0;
-      const GenerationResult g = generate(model, tok, "Hello", o);
-      CHECK(g.output_ids == std::vector<int>{id});
-      CHECK(g.stop_detail == "eos");
-      CHECK(g.text.empty());
-      TextStream stream(tok, StopConditions{}, -1);  // the stream replay teacher-forces through
-      CHECK_FALSE(stream.push(plain).done);
-      const StreamStep st = stream.push(id);
-      CHECK(st.done);
-      CHECK(st.reason == FinishReason::Eos);
-      checked++;
-    }
+    checked += check_stops_at(tok, h["eog"].get<std::vector<int>>(), h["vocab"].get<std::string>());
   }
   std::printf("generation stopped at %d end-of-generation ids\n", checked);
   CHECK(checked >= 20);
+}
+
+// tokenizer.ggml.fim_*_token_id (scripts/fim_vocab_diff.py, data/tokdiff_fim): vocabularies whose
+// FIM keys name tokens llama.cpp's text lists miss, sit beside a listed text, lie outside the
+// vocabulary, or use the deprecated prefix/suffix/middle keys; llama.cpp's FIM ids, its EOG set
+// (pad, repo and file separator end generation) and its tokenization of the re-texted tokens.
+TEST_CASE("FIM keys: ids, end-of-generation set and special tokens as llama.cpp", "[differential][fim][eog]") {
+  const std::string dir = std::string(ORACLE_TEST_DATA_DIR) + "/tokdiff_fim";
+  int files = 0, stops = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const json f = json::parse(in);
+    const std::string path = dir + "/" + f["vocab"].get<std::string>();
+    INFO(path);
+    REQUIRE(sha256_file(path) == f["sha256"].get<std::string>());
+    const Tokenizer tok = load(path);
+    const Vocab& v = tok.vocab();
+    CHECK(std::vector<int>(v.fim_ids, v.fim_ids + 6) == f["fim"].get<std::vector<int>>());
+    std::vector<int> ours = tok.eog_ids();
+    std::sort(ours.begin(), ours.end());
+    CHECK(ours == f["eog"].get<std::vector<int>>());
+    for (const json& c : f["cases"]) {
+      INFO(escaped(c["t"].get<std::string>()));
+      CHECK(tok.encode(c["t"].get<std::string>(), EncodeOptions{false, false, false}) == c["a"].get<std::vector<int>>());
+      CHECK(tok.encode(c["t"].get<std::string>(), EncodeOptions{v.add_bos, v.add_eos, true}) ==
+            c["b"].get<std::vector<int>>());
+    }
+    stops += check_stops_at(tok, f["eog"].get<std::vector<int>>(), f["vocab"].get<std::string>());
+    files++;
+  }
+  std::printf("FIM vocabularies: %d, generation stopped at %d end-of-generation ids\n", files, stops);
+  CHECK(files >= 8);
 }
 
 TEST_CASE("sentencepiece fixture: Llama 2 tokenizer.model", "[differential]") {

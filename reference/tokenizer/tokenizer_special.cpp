@@ -8,7 +8,9 @@
 //   <unk>, <s>, <|endoftext|> strips the whitespace to its right (RSTRIP);
 // - the special-token list: control, user-defined and unknown tokens with
 //   non-empty text, longest text first (ties: lower id first);
-// - EOG ids: the FIM pad / repo / separator tokens (by text), EOS, EOT, EOM (keys, or
+// - FIM ids: tokenizer.ggml.fim_*_token_id (or the deprecated prefix/suffix/middle keys),
+//   else found by text (made control);
+// - EOG ids: the FIM pad / repo / separator tokens, EOS, EOT, EOM (keys, or
 //   found by text) and the EOG texts, then llama.cpp's <|end|> and </s> exceptions.
 // ============================================================================
 #include <algorithm>
@@ -33,7 +35,17 @@ const char* const kEogTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|retur
                                  "<turn|>", "<|tool_response>",
                                  "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["};
 
-// llama.cpp: the FIM pad / repo / file-separator tokens, found by text, end generation too.
+// llama.cpp: the FIM tokens' texts, searched when the file names no id (Vocab::fim_ids order:
+// pre, suf, mid, pad, rep, sep); pad / repo / file-separator end generation.
+const char* const kFimPreTexts[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
+                                    "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
+const char* const kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", "<SUF>",
+                                    "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
+const char* const kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
+                                    "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
 const char* const kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const char* const kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
 const char* const kFimSepTexts[] = {"<|file_sep|>"};
@@ -77,16 +89,23 @@ void eog_exceptions(Tokenizer::Impl& t) {
     drop_eog(t, "</s>", 0, kTokNormal);
 }
 
+// The FIM ids the file does not name, found by text (and made control, as llama.cpp); an id the
+// file names keeps its type. Pad, repo and file separator end generation.
+void collect_fim(Tokenizer::Impl& t) {
+  const std::pair<const char* const*, size_t> texts[6] = {
+      {kFimPreTexts, std::size(kFimPreTexts)}, {kFimSufTexts, std::size(kFimSufTexts)},
+      {kFimMidTexts, std::size(kFimMidTexts)}, {kFimPadTexts, std::size(kFimPadTexts)},
+      {kFimRepTexts, std::size(kFimRepTexts)}, {kFimSepTexts, std::size(kFimSepTexts)}};
+  for (int i = 0; i < 6; i++) {
+    int& id = t.vocab.fim_ids[i];
+    if (id < 0 && (id = find_first(t, texts[i].first, texts[i].second)) >= 0) t.attr[id] |= kAttrControl;
+    if (i >= 3 && id >= 0) t.eog_ids.push_back(id);
+  }
+}
+
 void collect_eog(Tokenizer::Impl& t) {
   Vocab& v = t.vocab;
-  for (const auto& [texts, n] : {std::pair{kFimPadTexts, std::size(kFimPadTexts)},
-                                 std::pair{kFimRepTexts, std::size(kFimRepTexts)},
-                                 std::pair{kFimSepTexts, std::size(kFimSepTexts)}}) {
-    if (int id = find_first(t, texts, n); id >= 0) {
-      t.attr[id] |= kAttrControl;  // found by text: made control, as llama.cpp
-      t.eog_ids.push_back(id);
-    }
-  }
+  collect_fim(t);
   if (v.eot_id < 0 && (v.eot_id = find_first(t, kEotTexts, std::size(kEotTexts))) >= 0)
     t.attr[v.eot_id] |= kAttrControl;  // found by text: made control, as llama.cpp
   if (v.eom_id < 0 && (v.eom_id = t.find("<|eom_id|>")) >= 0) t.attr[v.eom_id] |= kAttrControl;

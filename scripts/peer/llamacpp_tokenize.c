@@ -5,6 +5,7 @@
 // Usage:
 //   llamacpp_tokenize VOCAB.gguf vocab        one line per token id: id attr is_eog hex(text),
 //                                             after a header line: n_vocab bos eos add_bos add_eos
+//   llamacpp_tokenize VOCAB.gguf fim          one line: the FIM ids pre suf mid pad rep sep (-1: none)
 //   llamacpp_tokenize VOCAB.gguf tokenize     stdin: one hex-encoded text per line; stdout per
 //                                             line: ids of (add_special=0, parse_special=0) '|'
 //                                             ids of (add_special=1, parse_special=1)
@@ -66,7 +67,7 @@ static int tokenize_lines(const struct llama_vocab* v) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s VOCAB.gguf vocab|tokenize\n", argv[0]);
+    fprintf(stderr, "usage: %s VOCAB.gguf vocab|fim|tokenize\n", argv[0]);
     return 2;
   }
   llama_log_set(quiet, NULL);
@@ -79,7 +80,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   const struct llama_vocab* v = llama_model_get_vocab(model);
-  int rc = strcmp(argv[2], "vocab") == 0 ? dump_vocab(v) : tokenize_lines(v);
+  int rc = 0;
+  if (strcmp(argv[2], "vocab") == 0) {
+    rc = dump_vocab(v);
+  } else if (strcmp(argv[2], "fim") == 0) {
+    printf("%d %d %d %d %d %d\n", llama_vocab_fim_pre(v), llama_vocab_fim_suf(v), llama_vocab_fim_mid(v),
+           llama_vocab_fim_pad(v), llama_vocab_fim_rep(v), llama_vocab_fim_sep(v));
+  } else {
+    rc = tokenize_lines(v);
+  }
   llama_model_free(model);
   llama_backend_free();
   return rc;

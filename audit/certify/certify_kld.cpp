@@ -173,7 +173,7 @@ CertifyResult certify_base_base(const KldBase& ref, const KldBase& cand, const s
                 std::to_string(cand.n_chunk) + " chunks" + ref_has + std::to_string(ref.n_chunk) + ")");
   require_input(cand.tokens == ref.tokens, cand_path, "tokens", "not the reference file's corpus tokens");
   CertifyResult r = result_shell(ref);
-  score_all(ref, o, ref.n_chunk, r, [&](int c) {
+  score_all(ref, o, ref.n_chunk, r, [&](int c, ThreadPool&) {  // two files' records: nothing to split
     std::vector<TokenRecord> out;
     for (int j = ref.first_scored(); j + 1 < (int)ref.n_ctx; j++) {
       const int next = ref.tokens[(size_t)c * ref.n_ctx + (size_t)j + 1];

@@ -12,7 +12,7 @@
 // bits of n + 1.5·2^52, which are 0x4338000000000000 + n for |n| < 2^51 —
 // and that is an integer identity, not a rounding. No sum is formed here:
 // callers add the results in their own fixed order (increasing k).
-// The path follows the process's ISA choice (reference/compute/isa.h,
+// The path follows the process's ISA choice (reference/compute/isa.h Kernels::exp_nonpositive_f64,
 // $ORACLE_ISA): avx512 and avx2 run 8 lanes, scalar calls num::exp_d.
 // ============================================================================
 

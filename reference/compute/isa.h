@@ -69,6 +69,10 @@ struct Kernels {
   // mul) — attention's p·v and chunk merge; every element on its own, so every width
   // gives the same bits.
   void (*scale_fma)(float* y, float a, const float* x, float s, int n);
+  // out[k] = v[k] < -700 ? 0 : num::exp_d(v[k]) for k < n (certify's float64 statistics,
+  // audit/interop/exp_rows.h): each element by exp_d's own operations, 8 doubles per
+  // step on the SIMD paths; v and out may alias. v[k] <= 700 expected.
+  void (*exp_nonpositive_f64)(const double* v, double* out, int n);
 };
 
 // The table chosen for this process (the first call decides; throws what

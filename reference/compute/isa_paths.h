@@ -27,5 +27,7 @@ float finish_lanes_f32(float* acc, const float* w, const float* x, int k16, int 
 float finish_lanes_stored(float* acc, DType type, const uint8_t* row, const float* x, int k16, int k);
 // Kernels::scale_fma on elements [d0, n) (the SIMD paths' tails).
 void scale_fma_tail(float* y, float a, const float* x, float s, int d0, int n);
+// Kernels::exp_nonpositive_f64 on elements [k0, n) (the SIMD paths' tails).
+void exp_nonpositive_tail(const double* v, double* out, int k0, int n);
 
 }  // namespace oracle::isa

@@ -31,9 +31,14 @@ void scale_fma_tail(float* y, float a, const float* x, float s, int d0, int n) {
   for (int d = d0; d < n; d++) y[d] = fma_rn(x[d], s, a == 1.0f ? y[d] : num::mul_rn(y[d], a));
 }
 
+void exp_nonpositive_tail(const double* v, double* out, int k0, int n) {
+  for (int k = k0; k < n; k++) out[k] = v[k] < -700.0 ? 0.0 : num::exp_d(v[k]);
+}
+
 namespace {
 
 void scale_fma_scalar(float* y, float a, const float* x, float s, int n) { scale_fma_tail(y, a, x, s, 0, n); }
+void exp_nonpositive_scalar(const double* v, double* out, int n) { exp_nonpositive_tail(v, out, 0, n); }
 
 // ---- F32 --------------------------------------------------------------------
 // An (R rows) x (T tokens) tile: out[t*ldo + r] for rows w[r*k ..] and tokens
@@ -111,7 +116,8 @@ bool stored_rows_scalar(float* out, const float* x, DType type, const uint8_t* w
 bool no_register_decoder(DType) { return false; }
 
 constexpr Kernels kScalar{Isa::Scalar,        dot_scalar,          matmul_rows_scalar,
-                          stored_rows_scalar, no_register_decoder, scale_fma_scalar};
+                          stored_rows_scalar, no_register_decoder, scale_fma_scalar,
+                          exp_nonpositive_scalar};
 
 }  // namespace
 

@@ -463,9 +463,40 @@ void scale_fma(float* y, float a, const float* x, float s, int n) {
   scale_fma_tail(y, a, x, s, n16, n);
 }
 
+// num::exp_d, 8 doubles per step (GCC vector extensions: one zmm with -mavx512f, two ymm
+// with -mavx2). Each lane runs exp_d's operations in exp_d's order, one rounding each
+// (-ffp-contract=off: nothing fused): n = round(x/ln2) by the 1.5·2^52 shift, r = x - n·ln2
+// (two parts), the Taylor series to r^20 with one division per term, times 2^n — formed
+// from the bits of n + 1.5·2^52 (0x4338000000000000 + n: an integer identity, no rounding).
+// Lanes below -700 give 0. The tail (n % 8) is the scalar exp_d.
+typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+// 8 elements of v to out (no vector crosses a call: the AVX2 TU has no 64-byte register ABI).
+inline void exp_lanes(const double* v, double* out) {
+  v8d x;
+  std::memcpy(&x, v, sizeof x);
+  const v8d magic = v8d{} + 6755399441055744.0;
+  const v8d shifted = x * 1.4426950408889634 + magic;  // mul, then add: two roundings
+  const v8d n = shifted - magic;
+  const v8d r = (x - n * 0.693147180369123816490) - n * 1.90821492927058770002e-10;
+  v8d t = v8d{} + 1.0;
+  for (int i = 20; i >= 1; i--) t = 1.0 + t * r / (double)i;
+  const v8l e = ((v8l)shifted - (int64_t)0x4338000000000000LL + 1023) << 52;
+  const v8d y = t * (v8d)e;
+  const v8d res = (v8d)(x < -700.0 ? (v8l){} : (v8l)y);
+  std::memcpy(out, &res, sizeof res);
+}
+
+inline void exp_nonpositive_f64(const double* v, double* out, int n) {
+  int k = 0;
+  for (; k + 8 <= n; k += 8) exp_lanes(v + k, out + k);
+  exp_nonpositive_tail(v, out, k, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
-  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>};
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64};
 }
 
 }  // namespace

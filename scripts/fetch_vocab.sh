@@ -11,7 +11,8 @@ PEER_DIR=${PEER_DIR:-build/peer}
 PEER_VERSION=${PEER_VERSION:-0.3.36}
 top="llama_cpp_python-$PEER_VERSION"
 dest="$PEER_DIR/$top/vendor/llama.cpp/models"
-if [ -f "$dest/ggml-vocab-llama-bpe.gguf.out" ] && [ -f "$dest/ggml-vocab-qwen2.gguf" ]; then
+if [ -f "$dest/ggml-vocab-llama-bpe.gguf.out" ] && [ -f "$dest/ggml-vocab-qwen2.gguf" ] &&
+   [ -f "$PEER_DIR/$top/vendor/llama.cpp/gguf-py/gguf/__init__.py" ]; then
   echo "vocab: present in $dest"
   exit 0
 fi
@@ -21,4 +22,6 @@ if [ ! -f "$sdist" ]; then
   python3 -m pip download --no-deps --no-binary :all: "llama-cpp-python==$PEER_VERSION" -d "$PEER_DIR"
 fi
 tar -xzf "$sdist" -C "$PEER_DIR" --wildcards "$top/vendor/llama.cpp/models/ggml-vocab-*"
+# gguf-py: writes the FIM-key test vocabularies in the build tree (scripts/fim_vocab_diff.py vocabs).
+tar -xzf "$sdist" -C "$PEER_DIR" "$top/vendor/llama.cpp/gguf-py"
 echo "vocab: $(ls "$dest"/ggml-vocab-*.gguf | wc -l) vocabularies in $dest"

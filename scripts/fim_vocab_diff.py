@@ -106,6 +106,21 @@ def run(exe, path, mode, inp=None):
     return subprocess.run([exe, path, mode], input=inp, capture_output=True, text=True, check=True).stdout
 
 
+def write_vocabs(shared, out):
+    """The 8 vocabulary-only GGUFs alone (no peer needed): the default suite's test makes them in
+    the build tree; their SHA-256 is in the committed .json next to llama.cpp's answers."""
+    gguf = gguf_module()
+    base = os.path.join(shared, "models", "gguf", "stories260K.gguf")
+    os.makedirs(out, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=out)  # written beside, then renamed: never a half-written file
+    try:
+        for name, (retext, keys) in CASES.items():
+            write_vocab(gguf, base, os.path.join(tmp, name + ".gguf"), retext, keys)
+            os.replace(os.path.join(tmp, name + ".gguf"), os.path.join(out, name + ".gguf"))
+    finally:
+        shutil.rmtree(tmp)
+
+
 def write_all(shared, out):
     gguf = gguf_module()
     base = os.path.join(shared, "models", "gguf", "stories260K.gguf")
@@ -147,10 +162,13 @@ def write_all(shared, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["write", "check"])
+    ap.add_argument("mode", choices=["write", "check", "vocabs"])
     ap.add_argument("--shared", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.mode == "vocabs":
+        write_vocabs(a.shared, a.out)
+        return
     if not os.path.exists(os.path.join(LIB, "libllama.so")):
         print("no peer libllama in %s (scripts/build_peer.sh; PEER_DIR)" % LIB)
         sys.exit(77)
@@ -160,7 +178,7 @@ def main():
     tmp = tempfile.mkdtemp()
     try:
         write_all(a.shared, tmp)
-        bad = [f for f in sorted(os.listdir(tmp)) if not filecmp.cmp(os.path.join(tmp, f), os.path.join(a.out, f),
+        bad = [f for f in sorted(os.listdir(tmp)) if f.endswith(".json") and not filecmp.cmp(os.path.join(tmp, f), os.path.join(a.out, f),
                                                                       shallow=False)]
         if bad:
             print("differ from the committed fixtures: " + " ".join(bad))

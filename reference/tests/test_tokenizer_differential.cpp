@@ -214,7 +214,7 @@ TEST_CASE("FIM keys: ids, end-of-generation set and special tokens as llama.cpp"
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     const json f = json::parse(in);
-    const std::string path = dir + "/" + f["vocab"].get<std::string>();
+    const std::string path = std::string(ORACLE_FIM_VOCAB_DIR) + "/" + f["vocab"].get<std::string>();
     INFO(path);
     REQUIRE(sha256_file(path) == f["sha256"].get<std::string>());
     const Tokenizer tok = load(path);

@@ -238,12 +238,32 @@ INL float tree(__m512 a) {  // the same adds as tree16
 }
 
 static int g_prefetch;  // $PROBE_PREFETCH: bytes ahead in each row (0: none), an experiment knob
-// Decode: 4 rows x 1 token (isa_simd.h tile_stored<V, D, 4, 1>).
+// Decode: 4 rows x 1 token (isa_simd.h tile_stored<V, D, 4, 1>). A 256-element block
+// (Q4_K / Q6_K) is 16 chunks for one row's accumulator: a chain of 16 dependent fmas if
+// fed straight from the decoder, so those go through an L1 buffer of the 4 rows' blocks
+// and are applied chunk by chunk across the rows (4 independent chains, same order per
+// output: isa_simd.h tile_prefill<V, D, 4, 1>), each block prefetched one tile (4 rows)
+// ahead unless $PROBE_PREFETCH says otherwise; PROBE_UNPACK=old feeds them straight.
 INL void tile_decode(int type, const uint8_t* w, int64_t rb, const float* x, int k, float* out) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   const int E = kElems[type], B = kBytes[type];
+  float buf[4][256] __attribute__((aligned(64)));
   for (int blk = 0; blk < k / E; blk++) {
     const float* xb = x + blk * E;
+    if (E == 256 && !g_old) {
+      for (int r = 0; r < 4; r++) {
+        if (g_prefetch)
+          for (int o = 0; o < B; o += 64) _mm_prefetch((const char*)(w + r * rb + (int64_t)blk * B + g_prefetch + o), _MM_HINT_T0);
+#define STORE(c, wv) _mm512_store_ps(&buf[r][16 * (c)], (wv))
+        DECODE(type, w + r * rb + (int64_t)blk * B, STORE);
+#undef STORE
+      }
+      for (int c = 0; c < 16; c++) {
+        __m512 xv = _mm512_loadu_ps(xb + 16 * c);
+        for (int r = 0; r < 4; r++) acc[r] = _mm512_fmadd_ps(_mm512_load_ps(&buf[r][16 * c]), xv, acc[r]);
+      }
+      continue;
+    }
     for (int r = 0; r < 4; r++) {
       const uint8_t* b = w + r * rb + (int64_t)blk * B;
       if (g_prefetch) _mm_prefetch((const char*)(b + g_prefetch), _MM_HINT_T0);
@@ -383,6 +403,7 @@ int main(int argc, char** argv) {
   const long chunk = getenv("PROBE_CHUNK") ? atol(getenv("PROBE_CHUNK")) : 0;
   if (rows % 4 || k % kElems[type] || chunk % 4) { fprintf(stderr, "ROWS and PROBE_CHUNK must be multiples of 4, K of the block\n"); return 2; }
   const int64_t rb = (int64_t)k / kElems[type] * kBytes[type];
+  if (!getenv("PROBE_PREFETCH") && kElems[type] == 256 && !g_old) g_prefetch = (int)(4 * rb);  // as isa_simd.h
   uint8_t* w = aligned_alloc(64, (size_t)((rows * rb + 63) / 64 * 64));
   fill(type, w, rows * rb);
   float* x = aligned_alloc(64, sizeof(float) * T * k);

@@ -39,6 +39,13 @@ struct Avx2 {
   static reg f16(const uint8_t* b) { return {_mm256_cvtph_ps(load16(b)), _mm256_cvtph_ps(load16(b + 16))}; }
   static __m256 widen_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
   static reg bf16(const uint8_t* b) { return {widen_bf16(load16(b)), widen_bf16(load16(b + 16))}; }
+  // Q5_0 / Q5_1: nibble + 16 * bit - kBias, the 32 bytes at once (isa_simd.h five_bit_bytes).
+  template <int kBias>
+  static void five_bit(__m128i qs, uint32_t qh, reg* out) {
+    const __m256i q = five_bit_bytes<kBias>(qs, qh);
+    out[0] = i8(_mm256_castsi256_si128(q));
+    out[1] = i8(_mm256_extracti128_si256(q, 1));
+  }
   // num::lane_tree_reduce, same adds: w=8: lo+hi; w=4: low half + high half;
   // w=2: + lanes 2,3; w=1: lane 0 + lane 1.
   static float tree(reg a) {

@@ -29,6 +29,20 @@ struct Avx512 {
   static __m256i load32(const uint8_t* b) { return _mm256_loadu_si256((const __m256i*)b); }
   static reg f16(const uint8_t* b) { return _mm512_cvtph_ps(load32(b)); }
   static reg bf16(const uint8_t* b) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load32(b)), 16)); }
+  // Q5_0 / Q5_1 (isa_simd.h five_bit_bytes): nibble + 16 * bit - kBias, in 32-bit
+  // lanes: the nibbles widened once, then a subtract of 16 masked by ~qh (kBias 16)
+  // or an add of 16 masked by qh (kBias 0); opmask and masked op are AVX-512F.
+  template <int kBias>
+  static void five_bit(__m128i qs, uint32_t qh, reg* out) {
+    const __m512i x = _mm512_cvtepu8_epi32(qs), s16 = _mm512_set1_epi32(16);
+    __m512i v[2] = {_mm512_and_si512(x, _mm512_set1_epi32(0x0F)), _mm512_srli_epi32(x, 4)};
+    for (int h = 0; h < 2; h++) {
+      const uint32_t bits = (qh >> (16 * h)) & 0xFFFFu;
+      v[h] = kBias == 16 ? _mm512_mask_sub_epi32(v[h], _cvtu32_mask16(~bits & 0xFFFFu), v[h], s16)
+                         : _mm512_mask_add_epi32(v[h], _cvtu32_mask16(bits), v[h], s16);
+      out[h] = _mm512_cvtepi32_ps(v[h]);
+    }
+  }
   // num::lane_tree_reduce, same adds: w=8: lanes 0..7 + 8..15 (the two ymm
   // halves; AVX512F has no 32x8 extract, the 64x4 one moves the same bits),
   // then as AVX2: w=4, w=2, w=1.

@@ -15,7 +15,9 @@
 //   load(const float* 16); store(float* 16, reg);
 //   i8(__m128i) / u8(__m128i): 16 signed / unsigned bytes -> float (exact);
 //   f16(const uint8_t* 32 bytes) (vcvtph2ps, exact); bf16(32 bytes) (bits << 16);
-//   tree(reg): num::lane_tree_reduce (w = 8, 4, 2, 1: acc[i] += acc[i + w]).
+//   tree(reg): num::lane_tree_reduce (w = 8, 4, 2, 1: acc[i] += acc[i + w]);
+//   five_bit<kBias>(qs, qh, out[2]): Q5_0 / Q5_1 values (nibble | qh bit << 4) - kBias
+//   as exact floats, elements 0..15 and 16..31 (see five_bit_bytes).
 //
 // Decoders: a decoder D turns one storage block (D::kElems elements,
 // D::kBytes bytes) into float32 chunks of 16 consecutive elements, calling
@@ -115,14 +117,23 @@ struct DecQ4_1 {  // fma((float)q, d, m)
   }
 };
 
-// Bit e of the little-endian u32 qh, as 0x10 in byte e (e = 16*half .. +15).
-inline __m128i q5_high_bits(uint32_t qh, int half) {
-  __m128i v = _mm_cvtsi32_si128((int)qh);
-  __m128i sel = half == 0 ? _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
-                          : _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-  __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  __m128i set = _mm_cmpeq_epi8(_mm_and_si128(_mm_shuffle_epi8(v, sel), bit), bit);
-  return _mm_and_si128(set, _mm_set1_epi8(0x10));
+// Q5_0 / Q5_1 (bias 16 / 0): the 32 five-bit values nibble | (bit e of the
+// little-endian u32 qh) << 4, minus bias, as exact floats: elements 0..15 (low
+// nibbles of qs) to w0, 16..31 (high nibbles) to w1. V::five_bit does it; this
+// is the byte form the AVX2 path uses (all 32 bytes in one ymm: bytes 0..15
+// take qh's bytes 0, 1 and 16..31 its bytes 2, 3 (vpshufb), each byte's own bit
+// selected by or-ing every other bit on and comparing with all-ones).
+template <int kBias>
+inline __m256i five_bit_bytes(__m128i qs, uint32_t qh) {
+  const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                       2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i others = _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL);  // all bits but bit (byte % 8)
+  __m256i set = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sel), others);
+  set = _mm256_cmpeq_epi8(set, _mm256_set1_epi8(-1));  // 0xFF where the bit is 1
+  const __m256i nib = _mm256_set_m128i(high_nibbles(qs), low_nibbles(qs));
+  if (kBias == 0) return _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+  // bit 0: nibble | 0xF0 = nibble - 16 (int8); bit 1: nibble = nibble + 16 - 16
+  return _mm256_or_si256(nib, _mm256_andnot_si256(set, _mm256_set1_epi8((char)0xF0)));
 }
 
 template <class V>
@@ -132,9 +143,10 @@ struct DecQ5_0 {  // (float)((nibble | bit << 4) - 16) * d
     const auto d = V::set1(half(b));
     uint32_t qh;
     std::memcpy(&qh, b + 2, 4);
-    __m128i qs = load16(b + 6), sixteen = _mm_set1_epi8(16);
-    emit_scaled_i8<V>(emit, 0, _mm_sub_epi8(_mm_or_si128(low_nibbles(qs), q5_high_bits(qh, 0)), sixteen), d);
-    emit_scaled_i8<V>(emit, 1, _mm_sub_epi8(_mm_or_si128(high_nibbles(qs), q5_high_bits(qh, 1)), sixteen), d);
+    typename V::reg q[2];
+    V::template five_bit<16>(load16(b + 6), qh, q);
+    emit(0, V::mul(q[0], d));
+    emit(1, V::mul(q[1], d));
   }
 };
 
@@ -145,9 +157,10 @@ struct DecQ5_1 {  // fma((float)(nibble | bit << 4), d, m)
     const auto d = V::set1(half(b)), m = V::set1(half(b + 2));
     uint32_t qh;
     std::memcpy(&qh, b + 4, 4);
-    __m128i qs = load16(b + 8);
-    emit_affine_u8<V>(emit, 0, _mm_or_si128(low_nibbles(qs), q5_high_bits(qh, 0)), d, m);
-    emit_affine_u8<V>(emit, 1, _mm_or_si128(high_nibbles(qs), q5_high_bits(qh, 1)), d, m);
+    typename V::reg q[2];
+    V::template five_bit<0>(load16(b + 8), qh, q);
+    emit(0, V::fma(q[0], d, m));
+    emit(1, V::fma(q[1], d, m));
   }
 };
 
@@ -167,21 +180,41 @@ inline void kquant_pair(const uint8_t* scales, int g, float d, float dmin, float
   }
 }
 
+// Q4_K: the 8 (scale, min) pairs of the 12 scale bytes (ggml's utmp shuffle:
+// get_scale_min_k4 for all j at once) -> s[0..7] = d * (float)sc[j], s[8..15] =
+// dmin * (float)m[j], one rounding each (the products kquant_pair forms).
+inline void q4k_scales(const uint8_t* b, float* s) {
+  uint32_t u[4];
+  std::memcpy(u, b + 4, 12);
+  u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);  // m[4..7]
+  const uint32_t m_lo = u[1] & 0x3f3f3f3fu;                                  // m[0..3]
+  u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);         // sc[4..7]
+  u[2] = m_lo;
+  u[0] &= 0x3f3f3f3fu;                                                       // sc[0..3]
+  const __m128i sm = _mm_loadu_si128((const __m128i*)u);
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(sm, sm)));
+  _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
+  _mm256_storeu_ps(s + 8, _mm256_mul_ps(_mm256_set1_ps(half(b + 2)), mn));
+}
+
 template <class V>
 struct DecQ4_K {  // per 32: fma(d1, (float)nibble, -m1)
   static constexpr int kElems = 256, kBytes = 144;
   template <class F> static void block(const uint8_t* b, F&& emit) {
-    const float d = half(b), dmin = half(b + 2);
+    alignas(32) float s[16];  // d1 of sub-block j at s[j], m1 at s[8 + j]
+    q4k_scales(b, s);
     const uint8_t* q = b + 16;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int g = 0; g < 4; g++, q += 32) {
-      float dl[2], ml[2];
-      kquant_pair(b + 4, g, d, dmin, dl, ml);
-      const auto d1 = V::set1(dl[0]), m1 = V::set1(ml[0]), d2 = V::set1(dl[1]), m2 = V::set1(ml[1]);
-      __m128i a = load16(q), c = load16(q + 16);
-      emit_kquant_u8<V>(emit, 4 * g + 0, low_nibbles(a), d1, m1);
-      emit_kquant_u8<V>(emit, 4 * g + 1, low_nibbles(c), d1, m1);
-      emit_kquant_u8<V>(emit, 4 * g + 2, high_nibbles(a), d2, m2);
-      emit_kquant_u8<V>(emit, 4 * g + 3, high_nibbles(c), d2, m2);
+      const auto d1 = V::set1(s[2 * g]), m1 = V::set1(s[8 + 2 * g]);
+      const auto d2 = V::set1(s[2 * g + 1]), m2 = V::set1(s[9 + 2 * g]);
+      const __m256i a = _mm256_loadu_si256((const __m256i*)q);
+      const __m256i lo = _mm256_and_si256(a, m4), hi = _mm256_and_si256(_mm256_srli_epi16(a, 4), m4);
+      emit_kquant_u8<V>(emit, 4 * g + 0, _mm256_castsi256_si128(lo), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 1, _mm256_extracti128_si256(lo, 1), d1, m1);
+      emit_kquant_u8<V>(emit, 4 * g + 2, _mm256_castsi256_si128(hi), d2, m2);
+      emit_kquant_u8<V>(emit, 4 * g + 3, _mm256_extracti128_si256(hi, 1), d2, m2);
     }
   }
 };
@@ -215,19 +248,27 @@ template <class V>
 struct DecQ6_K {  // (d * (float)scale) * (float)(q6 - 32)
   static constexpr int kElems = 256, kBytes = 210;
   template <class F> static void block(const uint8_t* b, F&& emit) {
-    const float d = half(b + 208);
-    const int8_t* sc = (const int8_t*)(b + 192);
-    const __m128i three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
-    for (int h = 0; h < 2; h++) {
-      const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
-      for (int which = 0; which < 4; which++)
-        for (int lh = 0; lh < 2; lh++) {
-          __m128i lo = load16(ql + 16 * lh + (which & 1) * 32);
-          lo = (which < 2) ? low_nibbles(lo) : high_nibbles(lo);
-          __m128i hb = _mm_and_si128(_mm_srli_epi16(load16(qh + 16 * lh), 2 * which), three);
-          __m128i q = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hb, 4)), bias);
-          emit_scaled_i8<V>(emit, 8 * h + 2 * which + lh, q, V::set1(d * (float)sc[8 * h + lh + 2 * which]));
-        }
+    alignas(32) float s[16];  // d * (float)sc[i], one rounding each
+    const __m256 d = _mm256_set1_ps(half(b + 208));
+    const __m128i sc = load16(b + 192);
+    _mm256_storeu_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+    _mm256_storeu_ps(s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc)))));
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), bias = _mm256_set1_epi8(32);
+    for (int h = 0; h < 2; h++) {  // 128 elements: quarter w = elements 32w..32w+31
+      const uint8_t* ql = b + 64 * h;
+      const __m256i qh = _mm256_loadu_si256((const __m256i*)(b + 128 + 32 * h));
+      const __m256i A = _mm256_loadu_si256((const __m256i*)ql), B = _mm256_loadu_si256((const __m256i*)(ql + 32));
+      __m256i q[4];  // low 4 bits from ql (low / high nibbles), bits 4..5 from qh bits 2w, 2w+1
+      q[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      q[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(qh, m30));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      for (int w = 0; w < 4; w++) {
+        const __m256i v = _mm256_sub_epi8(q[w], bias);
+        emit_scaled_i8<V>(emit, 8 * h + 2 * w, _mm256_castsi256_si128(v), V::set1(s[8 * h + 2 * w]));
+        emit_scaled_i8<V>(emit, 8 * h + 2 * w + 1, _mm256_extracti128_si256(v, 1), V::set1(s[8 * h + 2 * w + 1]));
+      }
     }
   }
 };
@@ -335,8 +376,16 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
 // chunks of a block are consumed in increasing element order, so each
 // output's lane sequence is tile_stored's. The buffer keeps the accumulators
 // out of the decoder's closure, so they stay in registers (16 zmm for 2 x 8).
+// Decode of 256-element blocks (k-quants) uses it too, with T = 1: fed
+// straight from the decoder, a block's 16 chunks would be one chain of 16
+// dependent fmas on one row's accumulator; from the buffer the R rows' chains
+// interleave. There `ahead` > 0 prefetches each block that many bytes ahead
+// (the next tile's rows): the hardware prefetcher alone leaves these 4
+// interleaved streams of 864-1260-byte rows at about half the bandwidth
+// (scripts/probes: Q4_K / Q6_K decode at K = 1536).
 template <class V, class D, int R, int T>
-void tile_prefill(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k) {
+void tile_prefill(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k,
+                  int64_t ahead = 0) {
   constexpr int kChunks = D::kElems / kL;
   alignas(64) float buf[R][D::kElems];  // (rows, block elements) decoded weights
   typename V::reg acc[R][T];            // (rows, tokens) x 16 lanes
@@ -347,9 +396,12 @@ void tile_prefill(float* out, int ldo, DType type, const uint8_t* w, int64_t row
   const int nb = k / D::kElems;
   for (int blk = 0; blk < nb; blk++) {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-      D::block(w + r * row_bytes + (int64_t)blk * D::kBytes,
-               [&](int c, typename V::reg wv) { V::store(&buf[r][16 * c], wv); });
+    for (int r = 0; r < R; r++) {
+      const uint8_t* b = w + r * row_bytes + (int64_t)blk * D::kBytes;
+      if (ahead > 0)  // a hint only: never faults, changes no value
+        for (int o = 0; o < D::kBytes; o += 64) _mm_prefetch((const char*)(b + ahead + o), _MM_HINT_T0);
+      D::block(b, [&](int c, typename V::reg wv) { V::store(&buf[r][16 * c], wv); });
+    }
     const float* xb = x + (int64_t)blk * D::kElems;
     for (int c = 0; c < kChunks; c++) {
       typename V::reg wv[R];
@@ -384,6 +436,11 @@ void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t
   int i = r0;
   float* o = out + (int64_t)t0 * n_out;
   const float* xt = x + (int64_t)t0 * k;
+  if (T == 1 && D::kElems > 32) {  // decode, 256-element blocks: through the buffer, next tile prefetched
+    for (; i + R <= r1; i += R) tile_prefill<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, R * rb);
+    for (; i < r1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, rb);
+    return;
+  }
   if (T == 1) {  // decode: the decoder feeds the accumulators directly
     for (; i + R <= r1; i += R) tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
     for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);

@@ -224,6 +224,134 @@ TEST_CASE("isa: stored_rows of every SIMD path equals the scalar path's, every t
   }
 }
 
+// ---- the bit-unpacking decoders (Q5_0 / Q5_1 / Q4_K / Q5_K / Q6_K) on chosen blocks ----
+// Element j of one block, from the ggml block layouts written out here (not quant.cpp):
+// the exact integer the format stores, and its (scale, offset) pair, each as the integer
+// or fp16 field they come from; the value is then formed the way docs/numerics.md says.
+struct Elem {
+  int q;
+  int sc, m;  // k-quants: 6-bit sub-block scale and min (Q6_K: the int8 scale); else unused
+};
+Elem elem_of(DType t, const uint8_t* b, int j) {
+  auto bit = [](const uint8_t* bytes, int e) { return (bytes[e / 8] >> (e % 8)) & 1; };
+  auto nib = [](const uint8_t* qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; };
+  auto k4 = [](const uint8_t* s, int sb, int* sc, int* m) {  // get_scale_min_k4
+    *sc = sb < 4 ? s[sb] & 63 : (s[sb + 4] & 15) | (s[sb - 4] >> 6) << 4;
+    *m = sb < 4 ? s[sb + 4] & 63 : (s[sb + 4] >> 4) | (s[sb] >> 6) << 4;
+  };
+  Elem e{0, 0, 0};
+  if (t == DType::Q5_0) e.q = (nib(b + 6, j) | bit(b + 2, j) << 4) - 16;
+  if (t == DType::Q5_1) e.q = nib(b + 8, j) | bit(b + 4, j) << 4;
+  if (t == DType::Q4_K || t == DType::Q5_K) {
+    const int g = j / 64, upper = j % 64 / 32, l = j % 32;
+    const uint8_t byte = b[(t == DType::Q4_K ? 16 : 48) + 32 * g + l];
+    e.q = upper ? byte >> 4 : byte & 15;
+    if (t == DType::Q5_K) e.q += ((b[16 + l] >> (2 * g + upper)) & 1) * 16;  // qh[l], bit 2g + upper
+    k4(b + 4, 2 * g + upper, &e.sc, &e.m);
+  }
+  if (t == DType::Q6_K) {
+    const int h = j / 128, qt = j % 128 / 32, l = j % 32;
+    const uint8_t lo = b[64 * h + l + 32 * (qt & 1)];
+    e.q = ((qt < 2 ? lo & 15 : lo >> 4) | ((b[128 + 32 * h + l] >> (2 * qt)) & 3) << 4) - 32;
+    e.sc = (int8_t)b[192 + 8 * h + l / 16 + 2 * qt];
+  }
+  return e;
+}
+float fp16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return num::fp16_to_f32(h);
+}
+// The dequantized weight (docs/numerics.md: the scale products rounded once each).
+float weight_of(DType t, const uint8_t* b, int j) {
+  const Elem e = elem_of(t, b, j);
+  switch (t) {
+    case DType::Q5_0: return (float)e.q * fp16(b);
+    case DType::Q5_1: return num::fma_rn((float)e.q, fp16(b), fp16(b + 2));
+    case DType::Q4_K: case DType::Q5_K:
+      return num::fma_rn(fp16(b) * (float)e.sc, (float)e.q, -(fp16(b + 2) * (float)e.m));
+    default: return fp16(b + 208) * (float)e.sc * (float)e.q;  // Q6_K
+  }
+}
+
+// Block patterns: all zero; every quant byte 0xFF with the largest scales (+65504) and
+// negative mins (-65504); every quant and scale byte 0xFF with d = -65504; one Q5 high bit
+// at a time (bit e of qh in block e); alternating 0x55 / 0xAA; random bytes.
+std::vector<uint8_t> pattern_rows(DType t, int pattern, int n_rows, int k, std::mt19937& rng) {
+  const int64_t rb = dtype_row_bytes(t, k), bb = dtype_block_bytes(t), nb = k / dtype_block_elems(t);
+  std::vector<uint8_t> w((size_t)(n_rows * rb) + 64, 0);
+  const auto fields = half_fields(t);
+  for (int r = 0; r < n_rows; r++)
+    for (int64_t blk = 0; blk < nb; blk++) {
+      uint8_t* b = &w[(size_t)(r * rb + blk * bb)];
+      const int64_t idx = r * nb + blk;
+      if (pattern == 0) continue;
+      for (int64_t i = 0; i < bb; i++)
+        b[i] = pattern == 1 || pattern == 2 ? 0xFF : pattern == 4 ? (i % 2 ? 0xAA : 0x55) : (uint8_t)rng();
+      uint16_t h[2] = {0x7BFF, 0xFBFF};  // d = +65504, m / dmin = -65504
+      if (pattern == 2) h[0] = 0xFBFF;
+      if (pattern >= 3) h[0] = 0x3C00 + (uint16_t)(rng() % 0x400), h[1] = (uint16_t)(0xB800 + rng() % 0x800);
+      for (size_t f = 0; f < fields.size(); f++) std::memcpy(b + fields[f], &h[f], 2);
+      if (pattern == 3) {  // one high bit: qh = 1 << (idx % 32)
+        const int qh_at = t == DType::Q5_0 ? 2 : t == DType::Q5_1 ? 4 : -1;
+        if (qh_at >= 0) {
+          const uint32_t qh = 1u << (idx % 32);
+          std::memcpy(b + qh_at, &qh, 4);
+        }
+      }
+    }
+  return w;
+}
+
+TEST_CASE("isa: Q5_0 / Q5_1 / Q4_K / Q5_K / Q6_K weights of every path equal the format's definition", "[isa]") {
+  // x = unit vector e_j: output = weight j exactly (fma(w, 1, 0) = w; the other lanes add +0).
+  for (Isa p : isa::available_isas()) {
+    const isa::Kernels& k = isa::kernels_for(p);
+    for (DType t : {DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      std::mt19937 rng(77u + (uint32_t)t);
+      const int K = (int)dtype_block_elems(t), N = 5;  // a 4-row tile and one row
+      for (int pattern = 0; pattern < 6; pattern++) {
+        const auto w = pattern_rows(t, pattern, N, K, rng);
+        const int64_t rb = dtype_row_bytes(t, K);
+        for (int j = 0; j < K; j++) {
+          std::vector<float> x((size_t)K, 0.0f), got((size_t)N, 1234.5f);
+          x[(size_t)j] = 1.0f;
+          REQUIRE(k.stored_rows(got.data(), x.data(), t, w.data(), rb, 1, K, N, 0, N));
+          for (int r = 0; r < N; r++) {
+            const float want = weight_of(t, w.data() + r * rb, j) + 0.0f;  // -0 sums to +0
+            INFO(isa::isa_name(p) << " " << dtype_name(t) << " pattern " << pattern << " row " << r << " element " << j);
+            REQUIRE(num::f32_bits(got[(size_t)r]) == num::f32_bits(want));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("isa: Q5 / k-quant decoders on extreme blocks, every path equals the scalar path, tails of rows and tokens", "[isa]") {
+  const isa::Kernels& ref = isa::kernels_for(Isa::Scalar);
+  for (Isa p : simd_paths()) {
+    const isa::Kernels& k = isa::kernels_for(p);
+    for (DType t : {DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      std::mt19937 rng(99u + (uint32_t)t);
+      const int be = (int)dtype_block_elems(t);
+      for (int pattern = 0; pattern < 6; pattern++)
+        for (int T : {1, 3, 8, 13})
+          for (int N : {1, 4, 7}) {
+            const int K = be == 32 ? 34 * be : 3 * be;  // Q5: 34 blocks, every qh bit position twice
+            const auto w = pattern_rows(t, pattern, N, K, rng);
+            const auto x = values(rng, (size_t)T * K, pattern == 5);
+            const int64_t rb = dtype_row_bytes(t, K);
+            std::vector<float> got((size_t)T * N, 1234.5f), want(got);
+            INFO(isa::isa_name(p) << " " << dtype_name(t) << " pattern " << pattern << " T=" << T << " N=" << N);
+            REQUIRE(k.stored_rows(got.data(), x.data(), t, w.data(), rb, T, K, N, 0, N));
+            REQUIRE(ref.stored_rows(want.data(), x.data(), t, w.data(), rb, T, K, N, 0, N));
+            REQUIRE(first_mismatch(got, want) == "");
+          }
+    }
+  }
+}
+
 TEST_CASE("isa: register decoders: every SIMD path has them for the same types, scalar none", "[isa]") {
   for (DType t : kStoredTypes) CHECK_FALSE(isa::kernels_for(Isa::Scalar).register_decoder(t));
   for (Isa p : simd_paths())

@@ -73,6 +73,10 @@ struct Kernels {
   // audit/interop/exp_rows.h): each element by exp_d's own operations, 8 doubles per
   // step on the SIMD paths; v and out may alias. v[k] <= 700 expected.
   void (*exp_nonpositive_f64)(const double* v, double* out, int n);
+  // h[k] = mul_rn(num::silu_canonical(gate[k]), up[k]) for k < n (SwiGLU): each element by
+  // exp_canonical's and silu's own operations, 16 floats per step on the SIMD paths; h may
+  // alias gate or up.
+  void (*swiglu)(float* h, const float* gate, const float* up, int n);
 };
 
 // The table chosen for this process (the first call decides; throws what

@@ -494,9 +494,60 @@ inline void exp_nonpositive_f64(const double* v, double* out, int n) {
   exp_nonpositive_tail(v, out, k, n);
 }
 
+// num::silu_canonical(g) * u, 16 floats per step (GCC vector extensions, like exp_lanes:
+// one zmm with -mavx512f, two ymm with -mavx2). Each lane runs exp_canonical(-g)'s operations
+// in its order, one rounding each (-ffp-contract=off): fn = round(x·log2e) by the 1.5·2^23
+// shift, r = x - fn·C1 - fn·C2, the Cephes polynomial, scale_by_pow2 (its three cases by
+// blend: n > 127 doubles y first, n < -125 scales by 2^(n+100) then 2^-100, else 2^n, the
+// powers formed from the bits of n + bias: exact); then NaN -> x, x > 88.7228394 -> inf,
+// x < -103.972694 -> 0 by blend; then g / (1 + e) and · u. The tail (n % 16) is scalar.
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+inline v16f exp_canonical_lanes(v16f x) {
+  const v16f magic = v16f{} + 12582912.0f;  // 1.5 * 2^23
+  const v16f fn = (x * 1.44269504088896341f + magic) - magic;
+  v16f r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  const v16f z = r * r;
+  v16f p = v16f{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = (p * z + r) + 1.0f;
+  v16i n = __builtin_convertvector(fn, v16i);  // fn is an integer in [-150, 128]: exact
+  const v16i big = n > 127;
+  p = big ? p * 2.0f : p;
+  n = big ? n - 1 : n;
+  const v16f normal = p * (v16f)((n + 127) << 23);
+  const v16f tiny = (p * (v16f)((n + 227) << 23)) * (v16f)(v16i{} + 0x0d800000);
+  v16f e = n < -125 ? tiny : normal;
+  e = x > 88.7228394f ? v16f{} + __builtin_inff() : e;
+  e = x < -103.972694f ? v16f{} : e;
+  return x != x ? x : e;
+}
+
+// 16 elements (no vector crosses a call: the AVX2 TU has no 64-byte register ABI).
+inline void swiglu_lanes(float* h, const float* gate, const float* up) {
+  v16f g, u;
+  std::memcpy(&g, gate, sizeof g);
+  std::memcpy(&u, up, sizeof u);
+  const v16f res = (g / (1.0f + exp_canonical_lanes(-g))) * u;
+  std::memcpy(h, &res, sizeof res);
+}
+
+inline void swiglu(float* h, const float* gate, const float* up, int n) {
+  int k = 0;
+  for (; k + 16 <= n; k += 16) swiglu_lanes(h + k, gate + k, up + k);
+  swiglu_tail(h, gate, up, k, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
-  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64};
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64,
+                 swiglu};
 }
 
 }  // namespace

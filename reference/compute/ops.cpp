@@ -47,9 +47,9 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   for (int k = 0; k < n; k++) out[k] = mul_rn(mul_rn(x[k], r), w[k]);
 }
 
-void swiglu(float* h, const float* gate, const float* up, int n) {
-  for (int k = 0; k < n; k++) h[k] = mul_rn(num::silu_canonical(gate[k]), up[k]);
-}
+// h[k] = silu_canonical(gate[k]) * up[k]: the dispatch table's (isa.h), the same bits on
+// every path (each element on its own).
+void swiglu(float* h, const float* gate, const float* up, int n) { isa::kernels().swiglu(h, gate, up, n); }
 
 void residual(float* x, const float* y, int n) {
   for (int k = 0; k < n; k++) x[k] = add_rn(x[k], y[k]);

@@ -177,6 +177,41 @@ TEST_CASE("isa: scale_fma (attention p·v, merge) of every path is fma_rn(x, s, 
         }
 }
 
+// A SwiGLU gate value: exp_canonical(-g)'s every case — NaN, ±inf, the edges of the +inf
+// (-g > 88.7228394) and 0 (-g < -103.972694) cutoffs and their neighbours, 2^n with n = 128
+// (the doubling step) and n < -125 (the two-step subnormal scale), 0, subnormals — plus
+// uniform values over [-120, 120] and [-1, 1].
+float pick_gate(std::mt19937& rng) {
+  static const float kEdge[] = {-88.7228394f, -88.72284f, -88.7228317f, -88.5f, -88.4f, 103.972694f,
+                                103.97270f, 103.972687f, 103.5f, 100.0f, 90.0f, 87.4f, 87.0f, 86.5f,
+                                -1.0e30f, 1.0e30f, 1.0e-30f, -3.0e-20f, 0.5f, -0.5f};
+  switch (rng() % 4) {
+    case 0: return kEdge[rng() % (sizeof kEdge / sizeof kEdge[0])];
+    case 1: return pick(rng, true);
+    case 2: return std::uniform_real_distribution<float>(-120.0f, 120.0f)(rng);
+    default: return std::nextafter(kEdge[rng() % 6], (rng() & 1) ? 200.0f : -200.0f);
+  }
+}
+
+TEST_CASE("isa: swiglu of every path is mul_rn(silu_canonical(g), u) per element", "[isa]") {
+  std::mt19937 rng(21);
+  for (Isa p : isa::available_isas())
+    for (int n : {0, 1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 131, 1536}) {
+      std::vector<float> g(n + 2), u = values(rng, n + 2, true);
+      for (auto& x : g) x = pick_gate(rng);
+      for (int misalign = 0; misalign < 2; misalign++) {
+        std::vector<float> got(n), want(n), alias(g.begin() + misalign, g.begin() + misalign + n);
+        isa::kernels_for(p).swiglu(got.data(), g.data() + misalign, u.data() + misalign, n);
+        isa::kernels_for(p).swiglu(alias.data(), alias.data(), u.data() + misalign, n);  // h aliasing gate
+        for (int k = 0; k < n; k++)  // the definition, element by element (numerics.h)
+          want[k] = num::silu_canonical(g[k + misalign]) * u[k + misalign];
+        INFO(isa::isa_name(p) << " n=" << n << " misalign=" << misalign);
+        CHECK(first_mismatch(got, want) == "");
+        CHECK(first_mismatch(alias, want) == "");
+      }
+    }
+}
+
 TEST_CASE("isa: matmul_rows_f32 of every SIMD path equals the scalar path's", "[isa]") {
   const isa::Kernels& ref = isa::kernels_for(Isa::Scalar);
   for (Isa p : simd_paths()) {

@@ -544,10 +544,64 @@ inline void swiglu(float* h, const float* gate, const float* up, int n) {
   swiglu_tail(h, gate, up, k, n);
 }
 
+// out[j] = dot(q, rows[j] + offset, n) for j < m (attention's q·k): the keys four at a time,
+// each q chunk loaded once; every output has dot<V>'s lanes, fmas and tree.
+template <class V, int G>
+void dot_group(float* out, const float* q, const float* const* rows, int64_t offset, int n) {
+  typename V::reg acc[G];
+  for (int i = 0; i < G; i++) acc[i] = V::zero();
+  const int n16 = n - n % kL;
+  for (int kk = 0; kk < n16; kk += kL) {
+    const auto qv = V::load(q + kk);
+    for (int i = 0; i < G; i++) acc[i] = V::fma(qv, V::load(rows[i] + offset + kk), acc[i]);
+  }
+  for (int i = 0; i < G; i++) {
+    if (n16 == n) {
+      out[i] = V::tree(acc[i]);
+      continue;
+    }
+    alignas(64) float lanes[kL];
+    V::store(lanes, acc[i]);
+    out[i] = finish_lanes_f32(lanes, q, rows[i] + offset, n16, n);
+  }
+}
+
+template <class V>
+void dot_rows(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
+  int j = 0;
+  for (; j + 4 <= m; j += 4) dot_group<V, 4>(out + j, q, rows + j, offset, n);
+  for (; j < m; j++) dot_group<V, 1>(out + j, q, rows + j, offset, n);
+}
+
+// o[d] = fma_rn(rows[j][offset + d], e[j], o[d]) for j = 0, 1, ..., m - 1 in turn, d < n
+// (attention's p·v): 16 elements of o stay in a register across all j.
+template <class V>
+void pv_rows(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n) {
+  const int n16 = n - n % kL;
+  for (int d = 0; d < n16; d += kL) {
+    auto ov = V::load(o + d);
+    for (int j = 0; j < m; j++) ov = V::fma(V::load(rows[j] + offset + d), V::set1(e[j]), ov);
+    V::store(o + d, ov);
+  }
+  for (int j = 0; j < m; j++) scale_fma_tail(o, 1.0f, rows[j] + offset, e[j], n16, n);
+}
+
+// out[k] = num::exp_canonical(v[k]) for k < n, 16 per step (exp_canonical_lanes); v, out may alias.
+inline void exp_f32(const float* v, float* out, int n) {
+  int k = 0;
+  for (; k + 16 <= n; k += 16) {
+    v16f x;
+    std::memcpy(&x, v + k, sizeof x);
+    const v16f e = exp_canonical_lanes(x);
+    std::memcpy(out + k, &e, sizeof e);
+  }
+  exp_f32_tail(v, out, k, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
   return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64,
-                 swiglu};
+                 swiglu,  dot_rows<V>, pv_rows<V>, exp_f32};
 }
 
 }  // namespace

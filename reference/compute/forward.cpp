@@ -97,11 +97,12 @@ WeightMatrix rows_of(const WeightMatrix& w, int K, RowRange rows) {
 
 // full (T, width) from every rank's (T, its slice) block: rank r's block fills
 // the columns layouts[r].*field of each row, in rank order. Exact copies; with
-// one rank, a copy of `local`.
+// one rank, a copy of `local`, or nothing when the op wrote into `full` already
+// (slice_out).
 void gather_cols(const Ctx& cx, RowRange SliceLayout::*field, const std::vector<float>& local, int T, int width,
                  std::vector<float>& full) {
   if (n_ranks(cx) == 1) {
-    std::memcpy(full.data(), local.data(), sizeof(float) * (size_t)T * width);
+    if (&local != &full) std::memcpy(full.data(), local.data(), sizeof(float) * (size_t)T * width);
     return;
   }
   std::vector<int> counts;  // (ranks)
@@ -116,6 +117,12 @@ void gather_cols(const Ctx& cx, RowRange SliceLayout::*field, const std::vector<
       std::memcpy(&full[(size_t)t * width + r.begin], &blocks[at + (size_t)t * r.size()], sizeof(float) * r.size());
     at += (size_t)T * r.size();
   }
+}
+
+// Where an op writes this rank's slice: with one rank the slice is the whole
+// matrix, so straight into the gathered buffer (gather_cols then copies nothing).
+std::vector<float>& slice_out(const Ctx& cx, std::vector<float>& local, std::vector<float>& full) {
+  return n_ranks(cx) == 1 ? full : local;
 }
 
 void emit(const Ctx& cx, const char* name, int layer, const std::vector<float>& buf, int width) {
@@ -217,13 +224,14 @@ void attend(const Ctx& cx, RunState& st) {
   const Config& c = cx.c;
   int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
   int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
+  std::vector<float>& att = slice_out(cx, st.att_local, st.att);  // (n, q_dim)
   cx.pool->parallel_for(st.n * heads, [&](int begin, int end) {
     std::vector<float> o_chunk(c.head_dim);  // (head_dim)
     for (int task = begin; task < end; task++) {
       int r = task / heads, h = task % heads, n_pos = cx.rows[r].pos + 1;
       const float* const* p = &st.kv_ptr[st.kv_at[r]];
       ops::KvRows rows{p, p + n_pos, ((q0 + h) / group - kv0) * c.head_dim};
-      float* out = &st.att_local[(size_t)r * q_dim + (size_t)h * c.head_dim];
+      float* out = &att[(size_t)r * q_dim + (size_t)h * c.head_dim];
       ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
                      c.head_dim, o_chunk.data(), ggml(cx));
     }
@@ -255,10 +263,11 @@ void attention_block(const Ctx& cx, int l, RunState& st) {
   store_and_gather_kv(cx, l, st);
   attend(cx, st);
   const int q_all = c.n_heads * c.head_dim;
-  gather_cols(cx, &SliceLayout::q_rows, st.att_local, st.n, q_all, st.att);
+  gather_cols(cx, &SliceLayout::q_rows, slice_out(cx, st.att_local, st.att), st.n, q_all, st.att);
   emit(cx, "blk.%d.attn_out", l, st.att, q_all);
-  mm(cx, st.proj_local.data(), st.att.data(), rows_of(w.wo, q_all, s.dim_rows), st.n, q_all, s.dim_rows.size());
-  gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
+  std::vector<float>& proj = slice_out(cx, st.proj_local, st.proj);
+  mm(cx, proj.data(), st.att.data(), rows_of(w.wo, q_all, s.dim_rows), st.n, q_all, s.dim_rows.size());
+  gather_cols(cx, &SliceLayout::dim_rows, proj, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.attn_proj", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
 }
@@ -277,12 +286,14 @@ void ffn_block(const Ctx& cx, int l, RunState& st) {
   mm_jobs(cx, gate_up, st.xb.data(), st.n, c.dim);
   emit(cx, "blk.%d.ffn_gate", l, st.gate, hid.size());  // (traced with one rank only)
   emit(cx, "blk.%d.ffn_up", l, st.up, hid.size());
-  ops::swiglu(st.gate.data(), st.gate.data(), st.up.data(), st.n * hid.size());
-  gather_cols(cx, &SliceLayout::hidden_rows, st.gate, st.n, c.hidden_dim, st.act);
+  std::vector<float>& act = slice_out(cx, st.gate, st.act);  // in place with several ranks
+  ops::swiglu(act.data(), st.gate.data(), st.up.data(), st.n * hid.size());
+  gather_cols(cx, &SliceLayout::hidden_rows, act, st.n, c.hidden_dim, st.act);
   emit(cx, "blk.%d.ffn_act", l, st.act, c.hidden_dim);
-  mm(cx, st.proj_local.data(), st.act.data(), rows_of(w.w_down, c.hidden_dim, cx.sl.dim_rows), st.n, c.hidden_dim,
+  std::vector<float>& proj = slice_out(cx, st.proj_local, st.proj);
+  mm(cx, proj.data(), st.act.data(), rows_of(w.w_down, c.hidden_dim, cx.sl.dim_rows), st.n, c.hidden_dim,
      cx.sl.dim_rows.size());
-  gather_cols(cx, &SliceLayout::dim_rows, st.proj_local, st.n, c.dim, st.proj);
+  gather_cols(cx, &SliceLayout::dim_rows, proj, st.n, c.dim, st.proj);
   emit(cx, "blk.%d.ffn_out", l, st.proj, c.dim);
   for (int r = 0; r < st.n; r++) ops::residual(&st.x[(size_t)r * c.dim], &st.proj[(size_t)r * c.dim], c.dim);
   emit(cx, "blk.%d.resid", l, st.x, c.dim);
@@ -382,13 +393,14 @@ std::vector<float> head_blocks(Ctx& cx, RunState& st, int first, const ForwardOp
 
 // Checks ids and room, then appends every row's token to the cache (all or none).
 void validate_and_append(Ctx& cx) {
-  for (Row& row : cx.rows) {
-    require_input(row.token >= 0 && row.token < cx.c.vocab_size, "forward", "token",
-                  "token id " + std::to_string(row.token) + " outside [0, " +
-                      std::to_string(cx.c.vocab_size) + ")");
-    require_input(row.pos < cx.c.seq_len, "forward", "position",
-                  "position " + std::to_string(row.pos) + " exceeds the context length " +
-                      std::to_string(cx.c.seq_len));
+  for (Row& row : cx.rows) {  // the messages are built only on failure
+    if (!(row.token >= 0 && row.token < cx.c.vocab_size))
+      require_input(false, "forward", "token",
+                    "token id " + std::to_string(row.token) + " outside [0, " + std::to_string(cx.c.vocab_size) + ")");
+    if (!(row.pos < cx.c.seq_len))
+      require_input(false, "forward", "position",
+                    "position " + std::to_string(row.pos) + " exceeds the context length " +
+                        std::to_string(cx.c.seq_len));
   }
   std::vector<int> start;  // (n) lengths before this call, to undo a failed append
   for (Row& row : cx.rows) start.push_back(cx.kv.length(row.seq));

@@ -73,6 +73,17 @@ struct Kernels {
   // audit/interop/exp_rows.h): each element by exp_d's own operations, 8 doubles per
   // step on the SIMD paths; v and out may alias. v[k] <= 700 expected.
   void (*exp_nonpositive_f64)(const double* v, double* out, int n);
+  // h[k] = mul_rn(num::silu_canonical(gate[k]), up[k]) for k < n (SwiGLU): each element by
+  // exp_canonical's and silu's own operations, 16 floats per step on the SIMD paths; h may
+  // alias gate or up.
+  void (*swiglu)(float* h, const float* gate, const float* up, int n);
+  // Attention (ops.cpp attention_chunk). out[j] = dot(q, rows[j] + offset, n) for j < m (q·k).
+  void (*dot_rows)(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n);
+  // o[d] = fma_rn(rows[j][offset + d], e[j], o[d]) for j = 0 .. m-1 in turn, d < n (p·v:
+  // scale_fma with a == 1 once per j, in j order).
+  void (*pv_rows)(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n);
+  // out[k] = num::exp_canonical(v[k]) for k < n (softmax weights); v and out may alias.
+  void (*exp_f32)(const float* v, float* out, int n);
 };
 
 // The table chosen for this process (the first call decides; throws what

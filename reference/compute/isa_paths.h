@@ -29,5 +29,9 @@ float finish_lanes_stored(float* acc, DType type, const uint8_t* row, const floa
 void scale_fma_tail(float* y, float a, const float* x, float s, int d0, int n);
 // Kernels::exp_nonpositive_f64 on elements [k0, n) (the SIMD paths' tails).
 void exp_nonpositive_tail(const double* v, double* out, int k0, int n);
+// Kernels::swiglu on elements [k0, n) (the SIMD paths' tails).
+void swiglu_tail(float* h, const float* gate, const float* up, int k0, int n);
+// Kernels::exp_f32 on elements [k0, n) (the SIMD paths' tails).
+void exp_f32_tail(const float* v, float* out, int k0, int n);
 
 }  // namespace oracle::isa

@@ -35,10 +35,27 @@ void exp_nonpositive_tail(const double* v, double* out, int k0, int n) {
   for (int k = k0; k < n; k++) out[k] = v[k] < -700.0 ? 0.0 : num::exp_d(v[k]);
 }
 
+void swiglu_tail(float* h, const float* gate, const float* up, int k0, int n) {
+  for (int k = k0; k < n; k++) h[k] = num::mul_rn(num::silu_canonical(gate[k]), up[k]);
+}
+
+void exp_f32_tail(const float* v, float* out, int k0, int n) {
+  for (int k = k0; k < n; k++) out[k] = num::exp_canonical(v[k]);
+}
+
 namespace {
 
 void scale_fma_scalar(float* y, float a, const float* x, float s, int n) { scale_fma_tail(y, a, x, s, 0, n); }
 void exp_nonpositive_scalar(const double* v, double* out, int n) { exp_nonpositive_tail(v, out, 0, n); }
+void swiglu_scalar(float* h, const float* gate, const float* up, int n) { swiglu_tail(h, gate, up, 0, n); }
+void exp_f32_scalar(const float* v, float* out, int n) { exp_f32_tail(v, out, 0, n); }
+float dot_scalar(const float* a, const float* b, int n);
+void dot_rows_scalar(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
+  for (int j = 0; j < m; j++) out[j] = dot_scalar(q, rows[j] + offset, n);
+}
+void pv_rows_scalar(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n) {
+  for (int j = 0; j < m; j++) scale_fma_tail(o, 1.0f, rows[j] + offset, e[j], 0, n);
+}
 
 // ---- F32 --------------------------------------------------------------------
 // An (R rows) x (T tokens) tile: out[t*ldo + r] for rows w[r*k ..] and tokens
@@ -117,7 +134,8 @@ bool no_register_decoder(DType) { return false; }
 
 constexpr Kernels kScalar{Isa::Scalar,        dot_scalar,          matmul_rows_scalar,
                           stored_rows_scalar, no_register_decoder, scale_fma_scalar,
-                          exp_nonpositive_scalar};
+                          exp_nonpositive_scalar, swiglu_scalar,
+                          dot_rows_scalar,        pv_rows_scalar,      exp_f32_scalar};
 
 }  // namespace
 

@@ -551,9 +551,114 @@ inline void exp_nonpositive_f64(const double* v, double* out, int n) {
   exp_nonpositive_tail(v, out, k, n);
 }
 
+// num::silu_canonical(g) * u, 16 floats per step (GCC vector extensions, like exp_lanes:
+// one zmm with -mavx512f, two ymm with -mavx2). Each lane runs exp_canonical(-g)'s operations
+// in its order, one rounding each (-ffp-contract=off): fn = round(x·log2e) by the 1.5·2^23
+// shift, r = x - fn·C1 - fn·C2, the Cephes polynomial, scale_by_pow2 (its three cases by
+// blend: n > 127 doubles y first, n < -125 scales by 2^(n+100) then 2^-100, else 2^n, the
+// powers formed from the bits of n + bias: exact); then NaN -> x, x > 88.7228394 -> inf,
+// x < -103.972694 -> 0 by blend; then g / (1 + e) and · u. The tail (n % 16) is scalar.
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+inline v16f exp_canonical_lanes(v16f x) {
+  const v16f magic = v16f{} + 12582912.0f;  // 1.5 * 2^23
+  const v16f fn = (x * 1.44269504088896341f + magic) - magic;
+  v16f r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  const v16f z = r * r;
+  v16f p = v16f{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = (p * z + r) + 1.0f;
+  v16i n = __builtin_convertvector(fn, v16i);  // fn is an integer in [-150, 128]: exact
+  const v16i big = n > 127;
+  p = big ? p * 2.0f : p;
+  n = big ? n - 1 : n;
+  const v16f normal = p * (v16f)((n + 127) << 23);
+  const v16f tiny = (p * (v16f)((n + 227) << 23)) * (v16f)(v16i{} + 0x0d800000);
+  v16f e = n < -125 ? tiny : normal;
+  e = x > 88.7228394f ? v16f{} + __builtin_inff() : e;
+  e = x < -103.972694f ? v16f{} : e;
+  return x != x ? x : e;
+}
+
+// 16 elements (no vector crosses a call: the AVX2 TU has no 64-byte register ABI).
+inline void swiglu_lanes(float* h, const float* gate, const float* up) {
+  v16f g, u;
+  std::memcpy(&g, gate, sizeof g);
+  std::memcpy(&u, up, sizeof u);
+  const v16f res = (g / (1.0f + exp_canonical_lanes(-g))) * u;
+  std::memcpy(h, &res, sizeof res);
+}
+
+inline void swiglu(float* h, const float* gate, const float* up, int n) {
+  int k = 0;
+  for (; k + 16 <= n; k += 16) swiglu_lanes(h + k, gate + k, up + k);
+  swiglu_tail(h, gate, up, k, n);
+}
+
+// out[j] = dot(q, rows[j] + offset, n) for j < m (attention's q·k): the keys four at a time,
+// each q chunk loaded once; every output has dot<V>'s lanes, fmas and tree.
+template <class V, int G>
+void dot_group(float* out, const float* q, const float* const* rows, int64_t offset, int n) {
+  typename V::reg acc[G];
+  for (int i = 0; i < G; i++) acc[i] = V::zero();
+  const int n16 = n - n % kL;
+  for (int kk = 0; kk < n16; kk += kL) {
+    const auto qv = V::load(q + kk);
+    for (int i = 0; i < G; i++) acc[i] = V::fma(qv, V::load(rows[i] + offset + kk), acc[i]);
+  }
+  for (int i = 0; i < G; i++) {
+    if (n16 == n) {
+      out[i] = V::tree(acc[i]);
+      continue;
+    }
+    alignas(64) float lanes[kL];
+    V::store(lanes, acc[i]);
+    out[i] = finish_lanes_f32(lanes, q, rows[i] + offset, n16, n);
+  }
+}
+
+template <class V>
+void dot_rows(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
+  int j = 0;
+  for (; j + 4 <= m; j += 4) dot_group<V, 4>(out + j, q, rows + j, offset, n);
+  for (; j < m; j++) dot_group<V, 1>(out + j, q, rows + j, offset, n);
+}
+
+// o[d] = fma_rn(rows[j][offset + d], e[j], o[d]) for j = 0, 1, ..., m - 1 in turn, d < n
+// (attention's p·v): 16 elements of o stay in a register across all j.
+template <class V>
+void pv_rows(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n) {
+  const int n16 = n - n % kL;
+  for (int d = 0; d < n16; d += kL) {
+    auto ov = V::load(o + d);
+    for (int j = 0; j < m; j++) ov = V::fma(V::load(rows[j] + offset + d), V::set1(e[j]), ov);
+    V::store(o + d, ov);
+  }
+  for (int j = 0; j < m; j++) scale_fma_tail(o, 1.0f, rows[j] + offset, e[j], n16, n);
+}
+
+// out[k] = num::exp_canonical(v[k]) for k < n, 16 per step (exp_canonical_lanes); v, out may alias.
+inline void exp_f32(const float* v, float* out, int n) {
+  int k = 0;
+  for (; k + 16 <= n; k += 16) {
+    v16f x;
+    std::memcpy(&x, v + k, sizeof x);
+    const v16f e = exp_canonical_lanes(x);
+    std::memcpy(out + k, &e, sizeof e);
+  }
+  exp_f32_tail(v, out, k, n);
+}
+
 template <class V>
 constexpr Kernels make_kernels(Isa isa) {
-  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64};
+  return Kernels{isa, dot<V>, matmul_rows_f32<V>, stored_rows<V>, register_decoder, scale_fma<V>, exp_nonpositive_f64,
+                 swiglu,  dot_rows<V>, pv_rows<V>, exp_f32};
 }
 
 }  // namespace

@@ -47,9 +47,9 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
   for (int k = 0; k < n; k++) out[k] = mul_rn(mul_rn(x[k], r), w[k]);
 }
 
-void swiglu(float* h, const float* gate, const float* up, int n) {
-  for (int k = 0; k < n; k++) h[k] = mul_rn(num::silu_canonical(gate[k]), up[k]);
-}
+// h[k] = silu_canonical(gate[k]) * up[k]: the dispatch table's (isa.h), the same bits on
+// every path (each element on its own).
+void swiglu(float* h, const float* gate, const float* up, int n) { isa::kernels().swiglu(h, gate, up, n); }
 
 void residual(float* x, const float* y, int n) {
   for (int k = 0; k < n; k++) x[k] = add_rn(x[k], y[k]);
@@ -82,25 +82,24 @@ void rope_apply(float* v, int n_heads, int head_dim, const float* cos_row, const
 // ---- attention -------------------------------------------------------------------
 void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
                      float* s, float* o, bool ggml_scales) {
-  float score[kAttnChunk];  // (j1 - j0)
+  float score[kAttnChunk];  // (j1 - j0) scores, then their exps
+  const int n = j1 - j0;
+  const isa::Kernels& k = isa::kernels();
   float scale = num::sqrt_rn((float)head_dim);
   const float kq_scale = div_rn(1.0f, scale);  // ggml: kq_scale = 1.0f / sqrtf(hd), multiplied
+  k.dot_rows(score, q, kv.keys + j0, kv.offset, n, head_dim);  // q·k, each key's dot
   float mc = -num::inf_f32();
-  for (int j = j0; j < j1; j++) {
-    const float qk = dot(q, kv.keys[j] + kv.offset, head_dim);
-    score[j - j0] = ggml_scales ? mul_rn(qk, kq_scale) : div_rn(qk, scale);
-    if (score[j - j0] > mc) mc = score[j - j0];
+  for (int j = 0; j < n; j++) {
+    score[j] = ggml_scales ? mul_rn(score[j], kq_scale) : div_rn(score[j], scale);
+    if (score[j] > mc) mc = score[j];
   }
   if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
-  const auto pv = isa::kernels().scale_fma;  // elementwise fma (SIMD width changes no bit)
+  for (int j = 0; j < n; j++) score[j] = sub_rn(score[j], mc);
+  k.exp_f32(score, score, n);  // e_j = exp_canonical(score_j - mc)
   float sum = 0.0f;
+  for (int j = 0; j < n; j++) sum = add_rn(sum, score[j]);
   for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
-  for (int j = j0; j < j1; j++) {
-    float e = num::exp_canonical(sub_rn(score[j - j0], mc));
-    sum = add_rn(sum, e);
-    const float* v = kv.values[j] + kv.offset;
-    pv(o, 1.0f, v, e, head_dim);  // p·v: o[d] = fma_rn(v[d], e, o[d]), one fma per term
-  }
+  k.pv_rows(o, kv.values + j0, kv.offset, score, n, head_dim);  // p·v: o[d] = fma_rn(v_j[d], e_j, o[d]), j in order
   *m = mc;
   *s = sum;
 }

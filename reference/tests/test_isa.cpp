@@ -177,6 +177,87 @@ TEST_CASE("isa: scale_fma (attention p·v, merge) of every path is fma_rn(x, s, 
         }
 }
 
+// A SwiGLU gate value: exp_canonical(-g)'s every case — NaN, ±inf, the edges of the +inf
+// (-g > 88.7228394) and 0 (-g < -103.972694) cutoffs and their neighbours, 2^n with n = 128
+// (the doubling step) and n < -125 (the two-step subnormal scale), 0, subnormals — plus
+// uniform values over [-120, 120] and [-1, 1].
+float pick_gate(std::mt19937& rng) {
+  static const float kEdge[] = {-88.7228394f, -88.72284f, -88.7228317f, -88.5f, -88.4f, 103.972694f,
+                                103.97270f, 103.972687f, 103.5f, 100.0f, 90.0f, 87.4f, 87.0f, 86.5f,
+                                -1.0e30f, 1.0e30f, 1.0e-30f, -3.0e-20f, 0.5f, -0.5f};
+  switch (rng() % 4) {
+    case 0: return kEdge[rng() % (sizeof kEdge / sizeof kEdge[0])];
+    case 1: return pick(rng, true);
+    case 2: return std::uniform_real_distribution<float>(-120.0f, 120.0f)(rng);
+    default: return std::nextafter(kEdge[rng() % 6], (rng() & 1) ? 200.0f : -200.0f);
+  }
+}
+
+TEST_CASE("isa: swiglu of every path is mul_rn(silu_canonical(g), u) per element", "[isa]") {
+  std::mt19937 rng(21);
+  for (Isa p : isa::available_isas())
+    for (int n : {0, 1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 131, 1536}) {
+      std::vector<float> g(n + 2), u = values(rng, n + 2, true);
+      for (auto& x : g) x = pick_gate(rng);
+      for (int misalign = 0; misalign < 2; misalign++) {
+        std::vector<float> got(n), want(n), alias(g.begin() + misalign, g.begin() + misalign + n);
+        isa::kernels_for(p).swiglu(got.data(), g.data() + misalign, u.data() + misalign, n);
+        isa::kernels_for(p).swiglu(alias.data(), alias.data(), u.data() + misalign, n);  // h aliasing gate
+        for (int k = 0; k < n; k++)  // the definition, element by element (numerics.h)
+          want[k] = num::silu_canonical(g[k + misalign]) * u[k + misalign];
+        INFO(isa::isa_name(p) << " n=" << n << " misalign=" << misalign);
+        CHECK(first_mismatch(got, want) == "");
+        CHECK(first_mismatch(alias, want) == "");
+      }
+    }
+}
+
+TEST_CASE("isa: exp_f32 of every path is exp_canonical per element", "[isa]") {
+  std::mt19937 rng(22);
+  for (Isa p : isa::available_isas())
+    for (int n : {0, 1, 3, 15, 16, 17, 31, 32, 33, 64, 100, 257}) {
+      std::vector<float> v(n + 1);
+      for (auto& x : v) x = -pick_gate(rng);  // exp's own edges, as swiglu's gate negated
+      for (int misalign = 0; misalign < 2; misalign++) {
+        std::vector<float> got(n), want(n), alias(v.begin() + misalign, v.begin() + misalign + n);
+        isa::kernels_for(p).exp_f32(v.data() + misalign, got.data(), n);
+        isa::kernels_for(p).exp_f32(alias.data(), alias.data(), n);
+        for (int k = 0; k < n; k++) want[k] = num::exp_canonical(v[k + misalign]);
+        INFO(isa::isa_name(p) << " n=" << n << " misalign=" << misalign);
+        CHECK(first_mismatch(got, want) == "");
+        CHECK(first_mismatch(alias, want) == "");
+      }
+    }
+}
+
+TEST_CASE("isa: attention's dot_rows (q·k) and pv_rows (p·v) of every path, per key in order", "[isa]") {
+  std::mt19937 rng(23);
+  for (Isa p : isa::available_isas())
+    for (bool special : {false, true})
+      for (int n : {1, 7, 16, 17, 33, 64, 80, 128})
+        for (int m : {0, 1, 3, 4, 5, 9, 64}) {
+          const int offset = (int)(rng() % 3) * n;  // kv head g of a row holding 3 heads
+          std::vector<std::vector<float>> keys, vals;
+          std::vector<const float*> kp, vp;
+          for (int j = 0; j < m; j++) {
+            keys.push_back(values(rng, 3 * (size_t)n, special));
+            vals.push_back(values(rng, 3 * (size_t)n, special));
+          }
+          for (int j = 0; j < m; j++) kp.push_back(keys[j].data()), vp.push_back(vals[j].data());
+          auto q = values(rng, n, special), e = values(rng, m, special), o0 = values(rng, n, special);
+          std::vector<float> dots(m), want_dots(m), o = o0, want_o = o0;
+          isa::kernels_for(p).dot_rows(dots.data(), q.data(), kp.data(), offset, m, n);
+          isa::kernels_for(p).pv_rows(o.data(), vp.data(), offset, e.data(), m, n);
+          for (int j = 0; j < m; j++) {  // the definitions: dot_canonical per key; one fma per term, j in order
+            want_dots[j] = num::dot_canonical(q.data(), keys[j].data() + offset, n);
+            for (int d = 0; d < n; d++) want_o[d] = std::fma(vals[j][offset + d], e[j], want_o[d]);
+          }
+          INFO(isa::isa_name(p) << " n=" << n << " m=" << m << " special=" << special);
+          CHECK(first_mismatch(dots, want_dots) == "");
+          CHECK(first_mismatch(o, want_o) == "");
+        }
+}
+
 TEST_CASE("isa: matmul_rows_f32 of every SIMD path equals the scalar path's", "[isa]") {
   const isa::Kernels& ref = isa::kernels_for(Isa::Scalar);
   for (Isa p : simd_paths()) {

@@ -299,6 +299,31 @@ TEST_CASE("greedy: argmax, ties to the lowest id, NaN never wins", "[sampler][gr
   CHECK(sample(build_chain(cfg), std::vector<float>{1, 3, 0}, {std::vector<int>{1}, {}}).token == 0);
 }
 
+TEST_CASE("ranks_before is a strict weak ordering (irreflexive, asymmetric, transitive)", "[sampler][greedy]") {
+  // std::sort needs it; an `id <=` tie break orders the same ids but is reflexive (undefined behaviour).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {nan, -inf, -1.5f, -0.0f, 0.0f, 1e-45f, 2.0f, inf};
+  const std::vector<int> ids = {0, 1, 7};
+  for (float xa : xs)
+    for (int ia : ids) {
+      INFO("x " << xa << " id " << ia);
+      CHECK_FALSE(ranks_before(xa, ia, xa, ia));
+      for (float xb : xs)
+        for (int ib : ids) {
+          const bool ab = ranks_before(xa, ia, xb, ib), ba = ranks_before(xb, ib, xa, ia);
+          CHECK_FALSE((ab && ba));
+          if (ia != ib) CHECK(ab != ba);  // distinct ids: a total order
+          for (float xc : xs)
+            for (int ic : ids)
+              if (ab && ranks_before(xb, ib, xc, ic)) CHECK(ranks_before(xa, ia, xc, ic));
+        }
+    }
+  CHECK(ranks_before(1.0f, 5, 0.5f, 0));  // larger value first
+  CHECK(ranks_before(-inf, 5, nan, 0));   // NaN after every number
+  CHECK(ranks_before(0.5f, 2, 0.5f, 3));  // then lower id
+  CHECK(ranks_before(nan, 2, nan, 3));
+}
+
 TEST_CASE("draw: inverse CDF over (prob desc, id asc) with the Philox uniform", "[sampler][draw]") {
   SamplerConfig cfg;  // neutral: T = 1, nothing filtered
   SamplerChain chain = build_chain(cfg);

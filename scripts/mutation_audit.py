@@ -166,6 +166,21 @@ def run(cmd, timeout, cwd):
         return 124, out
 
 
+def relocate(repo, site, before):
+    """A stored mutant's site in the current tree: its line found by its text (`before`, the
+    stripped line) when edits above it moved it; None when that line is no longer there once
+    (the code was rewritten: the mutant no longer exists)."""
+    with open(os.path.join(repo, site["file"]), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    def fits(no):
+        line = lines[no - 1]
+        return line.strip() == before and line[site["col"]:site["col"] + len(site["old"])] == site["old"]
+    if 1 <= site["line"] <= len(lines) and fits(site["line"]):
+        return site
+    hits = [no for no in range(1, len(lines) + 1) if fits(no)]
+    return dict(site, line=hits[0]) if len(hits) == 1 else None
+
+
 class Tce:
     """Compiles one translation unit alone (its compile_commands.json command, -o a temp file)."""
 
@@ -232,16 +247,26 @@ def main():
     ap.add_argument("--files", help="only these files of --folder (space-separated globs, FILE:A-B for a line range)")
     ap.add_argument("--headers", action="store_true", help="mutate headers too (rebuilds much more)")
     ap.add_argument("--no-tce", action="store_true", help="skip the Trivial Compiler Equivalence check")
-    ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests)")
+    ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests); a "
+                    "survivor whose line moved is found by its text, one whose line is gone is reported `gone`")
     a = ap.parse_args()
     repo = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
     sites = collect(repo, a.folder, a.headers, a.files.split() if a.files else None)
     rng = random.Random(a.seed)
     sample = rng.sample(sites, min(a.count, len(sites)))
+    gone = []
     if a.rerun:
         keys = ("file", "line", "col", "old", "new", "kind")
-        sample = [{k: m[k] for k in keys} for m in json.load(open(a.rerun))["mutants"] if m["status"] == "survived"]
+        sample = []
+        for m in json.load(open(a.rerun))["mutants"]:
+            if m["status"] != "survived":
+                continue
+            s = relocate(repo, {k: m[k] for k in keys}, m["before"])
+            if s:
+                sample.append(s)
+            else:
+                gone.append(dict(m, status="gone"))
     print("%d mutation sites in %s; %d sampled (seed %d)" % (len(sites), a.folder, len(sample), a.seed), flush=True)
     if a.list:
         for s in sample:
@@ -296,7 +321,10 @@ def main():
         shutil.rmtree(backup_dir, ignore_errors=True)
     # rebuild the restored sources so the build folder matches the tree again
     run(["cmake", "--build", a.build, "-j2", "--target"] + a.targets.split(), 3600, repo)
-    valid = [r for r in results if r["status"] != "invalid"]
+    for g in gone:
+        print("gone     %s:%d '%s' (the line no longer exists)" % (g["file"], g["line"], g["before"]), flush=True)
+    results += gone
+    valid = [r for r in results if r["status"] not in ("invalid", "gone")]
     survived = [r for r in results if r["status"] == "survived"]
     tce_eq = [r for r in results if r["status"] == "equivalent (TCE)"]
     raw = len(survived) + len(tce_eq)

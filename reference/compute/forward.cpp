@@ -183,7 +183,6 @@ void add_bias_rows(float* y, const float* b, int T, int n) {  // y (T, n), b (n)
 // positions 0..pos of its sequence (rows of one call see each other's K/V).
 void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
   int kv_dim = cx.sl.kv_rows.size();  // this rank's kv heads (the cache holds only these)
-  long total = 0;
   for (int r = 0; r < st.n; r++) {
     const Row& row = cx.rows[r];
     std::memcpy(cx.kv.key_mut(row.seq, layer, row.pos), &st.k[(size_t)r * kv_dim], sizeof(float) * kv_dim);
@@ -196,17 +195,13 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
       ops::fp16_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
       ops::fp16_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
     }
-    st.kv_at[r] = total;
-    total += 2L * (row.pos + 1);
   }
-  st.kv_ptr.resize(total);
-  for (int r = 0; r < st.n; r++) {
+  st.kv_ptr.clear();  // keeps its capacity from the previous layer
+  for (int r = 0; r < st.n; r++) {  // row r: its keys at positions 0..pos, then its values
     const Row& row = cx.rows[r];
-    const float** p = &st.kv_ptr[st.kv_at[r]];
-    for (int j = 0; j <= row.pos; j++) {
-      p[j] = cx.kv.key(row.seq, layer, j);
-      p[row.pos + 1 + j] = cx.kv.value(row.seq, layer, j);
-    }
+    st.kv_at[r] = (long)st.kv_ptr.size();
+    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.key(row.seq, layer, j));
+    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.value(row.seq, layer, j));
   }
 }
 

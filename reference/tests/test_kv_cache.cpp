@@ -102,6 +102,31 @@ TEST_CASE("contiguous capacity: reserve_tokens, then doubling, capped at the con
   CHECK(f.bytes_allocated == (uint64_t)std::min(96, m.config.seq_len) * f.bytes_per_token);
 }
 
+TEST_CASE("KV admission: the paged pool is admitted as max_tokens + one block of positions", "[kv][errors]") {
+  // kv_cache.cpp: a pool of max_tokens tokens in blocks of block_size is admitted as K and V of
+  // (max_tokens + block_size) positions, 2 x layers x positions x kv_dim floats (the last block
+  // may be partly past max_tokens). At Llama-3-8B's shape and 2^31 - 16 tokens that is
+  // ~563 TB, refused on any machine; the message gives the count, computed here independently.
+  Config c;
+  c.dim = 4096, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.seq_len = 8192;
+  c.hidden_dim = 14336, c.vocab_size = 128256;
+  for (int bs : {1, 16, 64}) {
+    INFO("block size " << bs);
+    KvCacheOptions o = paged(bs);
+    o.max_tokens = 2147483632;
+    const std::string positions = std::to_string(2147483632LL + bs) + " positions x 1024 floats";
+    try {
+      KvCache kv(c, o);
+      FAIL("a 563 TB pool was admitted");
+    } catch (const InputError& e) {
+      CHECK(e.field() == "context_length");
+      CHECK_THAT(e.what(), Catch::Contains("2 x 32 layers x " + positions));
+      const uint64_t bytes = 2ull * 32 * (2147483632ull + bs) * 1024 * 4;
+      CHECK_THAT(e.what(), Catch::Contains("needs " + std::to_string(bytes) + " bytes"));
+    }
+  }
+}
+
 TEST_CASE("HostKvStorage: write_row then read_row and the row views give the row back", "[kv][paged]") {
   const int layers = 3, block_size = 4, kv_dim = 10;
   HostKvStorage st(layers, block_size, kv_dim);

@@ -59,7 +59,11 @@ MemoryAvailable memory_available() {
 
 void admit_allocation(uint64_t bytes, const std::string& file, const std::string& field,
                       const std::string& what, const std::string& hint) {
-  const MemoryAvailable m = memory_available();
+  admit_allocation(bytes, memory_available(), file, field, what, hint);
+}
+
+void admit_allocation(uint64_t bytes, const MemoryAvailable& m, const std::string& file,
+                      const std::string& field, const std::string& what, const std::string& hint) {
   if (bytes <= m.bytes) return;
   const std::string needed = bytes == UINT64_MAX ? "more than 2^64 bytes"
                                                  : std::to_string(bytes) + " bytes (" + gib(bytes) + ")";

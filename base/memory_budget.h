@@ -26,5 +26,8 @@ uint64_t mul_sat(uint64_t a, uint64_t b);
 // <hint>") when `bytes` does not fit.
 void admit_allocation(uint64_t bytes, const std::string& file, const std::string& field,
                       const std::string& what, const std::string& hint);
+// The same against a given `available` (the one above passes memory_available()).
+void admit_allocation(uint64_t bytes, const MemoryAvailable& available, const std::string& file,
+                      const std::string& field, const std::string& what, const std::string& hint);
 
 }  // namespace oracle

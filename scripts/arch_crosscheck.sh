@@ -5,10 +5,13 @@
 # the peer's libllama, never part of the product) writes llama.cpp's float32
 # logits for the fixed token sequence of reference/tests/test_crosscheck.cpp.
 #   scripts/arch_crosscheck.sh ORACLE OUT_DIR            write the fixtures (golden/crosscheck)
-#   scripts/arch_crosscheck.sh ORACLE OUT_DIR TEST_BIN   ...then run test_crosscheck on them
+#   scripts/arch_crosscheck.sh ORACLE OUT_DIR TEST_BIN...  ...then run each test binary's [llamacpp]
+#                                                         cases on them (test_crosscheck, test_tp_crosscheck)
 # Exit 77 (CTest: skipped) when the peer is not built.
 set -euo pipefail
-ORACLE=$1 OUT=$2 TEST=${3:-}
+ORACLE=$1 OUT=$2
+shift 2
+TESTS=("$@")
 PEER=${PEER_DIR:-/work/peer}
 SRC="$PEER/llama_cpp_python-0.3.36/vendor/llama.cpp"
 LIB="$PEER/build/bin"
@@ -30,4 +33,4 @@ for p in tiny gqa qwen2-tiny llama3-tiny linear-tiny yarn-tiny llama31-tiny qwen
   mv "$WORK/llamacpp_$p.f32" "$OUT/llamacpp_$p.f32"
   echo "wrote $OUT/llamacpp_$p.f32"
 done
-if [ -n "$TEST" ]; then ORACLE_CROSSCHECK_DIR="$OUT" "$TEST" "[llamacpp]"; fi
+for t in "${TESTS[@]}"; do ORACLE_CROSSCHECK_DIR="$OUT" "$t" "[llamacpp]"; done

@@ -21,6 +21,15 @@ from the files --files names (globs inside --folder, each optionally FILE:A-B fo
 --seed, and applied one at a time to the working tree, each restored (byte for byte, checked)
 before the next, also on Ctrl-C. A mutant that does not compile is reported `invalid`; one
 whose tests all pass `survived` (file:line, the mutation); otherwise `killed`.
+
+Trivial Compiler Equivalence (Papadakis et al., ICSE 2015): before the build, the mutated
+translation unit is compiled alone with its own command from <build>/compile_commands.json
+(the project's Release flags, no -g) into a temporary object and compared byte for byte with
+the unmutated file's object compiled the same way. Identical objects are `equivalent (TCE)`:
+no test can tell them apart, so they are not built or tested, and the summary gives both the
+raw survival (TCE mutants counted as survivors) and the TCE-adjusted one (left out of the
+denominator). A mutant whose TU does not compile is `invalid` without the full build.
+--no-tce skips this step (headers are never TCE-checked: they have no compile command).
 """
 import argparse
 import glob
@@ -28,6 +37,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -156,6 +166,70 @@ def run(cmd, timeout, cwd):
         return 124, out
 
 
+def relocate(repo, site, before):
+    """A stored mutant's site in the current tree: its line found by its text (`before`, the
+    stripped line) when edits above it moved it; None when that line is no longer there once
+    (the code was rewritten: the mutant no longer exists)."""
+    with open(os.path.join(repo, site["file"]), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    def fits(no):
+        line = lines[no - 1]
+        return line.strip() == before and line[site["col"]:site["col"] + len(site["old"])] == site["old"]
+    if 1 <= site["line"] <= len(lines) and fits(site["line"]):
+        return site
+    hits = [no for no in range(1, len(lines) + 1) if fits(no)]
+    return dict(site, line=hits[0]) if len(hits) == 1 else None
+
+
+class Tce:
+    """Compiles one translation unit alone (its compile_commands.json command, -o a temp file)."""
+
+    def __init__(self, build, tmp):
+        path = os.path.join(build, "compile_commands.json")
+        self.cmds = {}
+        if os.path.exists(path):
+            for e in json.load(open(path)):
+                self.cmds[os.path.realpath(e["file"])] = (e["directory"], shlex.split(e["command"]))
+        self.tmp, self.orig = tmp, {}
+
+    def compile(self, src, out):
+        d, argv = self.cmds[os.path.realpath(src)]
+        args, i = [], 0
+        while i < len(argv):
+            if argv[i] == "-o":
+                i += 2
+                continue
+            args.append(argv[i])
+            i += 1
+        launcher = ["ccache"] if shutil.which("ccache") else []  # the build's own compile then hits the cache
+        rc, _ = run(launcher + args + ["-o", out], 3600, d)
+        return rc == 0
+
+    def status(self, src, original):
+        """None (not checkable), "invalid" or "equivalent (TCE)" for the mutated src, else "differs"."""
+        real = os.path.realpath(src)
+        if real not in self.cmds:
+            return None
+        if real not in self.orig:  # the unmutated TU, compiled from the backup at the same path
+            obj = os.path.join(self.tmp, "orig_%d.o" % len(self.orig))
+            mutated = os.path.join(self.tmp, "mutated_src")
+            shutil.copyfile(src, mutated)
+            shutil.copyfile(original, src)
+            try:
+                self.orig[real] = obj if self.compile(src, obj) else None
+            finally:
+                shutil.copyfile(mutated, src)
+        if self.orig[real] is None:
+            return None
+        obj = os.path.join(self.tmp, "mutant.o")
+        if os.path.exists(obj):
+            os.remove(obj)
+        if not self.compile(src, obj):
+            return "invalid"
+        with open(obj, "rb") as f1, open(self.orig[real], "rb") as f2:
+            return "equivalent (TCE)" if f1.read() == f2.read() else "differs"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folder", required=True)
@@ -172,22 +246,34 @@ def main():
     ap.add_argument("--list", action="store_true", help="only list the sampled mutants")
     ap.add_argument("--files", help="only these files of --folder (space-separated globs, FILE:A-B for a line range)")
     ap.add_argument("--headers", action="store_true", help="mutate headers too (rebuilds much more)")
-    ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests)")
+    ap.add_argument("--no-tce", action="store_true", help="skip the Trivial Compiler Equivalence check")
+    ap.add_argument("--rerun", help="a previous --json report: re-run its survivors (e.g. with more tests); a "
+                    "survivor whose line moved is found by its text, one whose line is gone is reported `gone`")
     a = ap.parse_args()
     repo = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
     sites = collect(repo, a.folder, a.headers, a.files.split() if a.files else None)
     rng = random.Random(a.seed)
     sample = rng.sample(sites, min(a.count, len(sites)))
+    gone = []
     if a.rerun:
         keys = ("file", "line", "col", "old", "new", "kind")
-        sample = [{k: m[k] for k in keys} for m in json.load(open(a.rerun))["mutants"] if m["status"] == "survived"]
+        sample = []
+        for m in json.load(open(a.rerun))["mutants"]:
+            if m["status"] != "survived":
+                continue
+            s = relocate(repo, {k: m[k] for k in keys}, m["before"])
+            if s:
+                sample.append(s)
+            else:
+                gone.append(dict(m, status="gone"))
     print("%d mutation sites in %s; %d sampled (seed %d)" % (len(sites), a.folder, len(sample), a.seed), flush=True)
     if a.list:
         for s in sample:
             print("%s:%d %s: '%s' -> '%s'" % (s["file"], s["line"], s["kind"], s["old"], s["new"]))
         return
     backup_dir = tempfile.mkdtemp(prefix="mutation_audit_")
+    tce = None if a.no_tce else Tce(os.path.join(repo, a.build), backup_dir)
     results = []
     current = {}
 
@@ -211,8 +297,10 @@ def main():
             t0 = time.time()
             try:
                 before, after = apply(repo, s)
-                rc, out = run(["cmake", "--build", a.build, "-j2", "--target"] + a.targets.split(), 3600, repo)
-                if rc != 0:
+                status = tce.status(path, backup) if tce else None
+                if status in ("invalid", "equivalent (TCE)"):
+                    pass
+                elif run(["cmake", "--build", a.build, "-j2", "--target"] + a.targets.split(), 3600, repo)[0] != 0:
                     status = "invalid"
                 else:
                     rc, out = run(["ctest", "--test-dir", a.build, "-R", a.tests, "--timeout", str(a.timeout)] +
@@ -233,11 +321,22 @@ def main():
         shutil.rmtree(backup_dir, ignore_errors=True)
     # rebuild the restored sources so the build folder matches the tree again
     run(["cmake", "--build", a.build, "-j2", "--target"] + a.targets.split(), 3600, repo)
-    valid = [r for r in results if r["status"] != "invalid"]
+    for g in gone:
+        print("gone     %s:%d '%s' (the line no longer exists)" % (g["file"], g["line"], g["before"]), flush=True)
+    results += gone
+    valid = [r for r in results if r["status"] not in ("invalid", "gone")]
     survived = [r for r in results if r["status"] == "survived"]
+    tce_eq = [r for r in results if r["status"] == "equivalent (TCE)"]
+    raw = len(survived) + len(tce_eq)
     summary = dict(folder=a.folder, seed=a.seed, sites=len(sites), sampled=len(sample), valid=len(valid),
-                   killed=len(valid) - len(survived), survived=len(survived), targets=a.targets, tests=a.tests)
-    print("%(folder)s: %(sampled)d sampled, %(valid)d compiled, %(killed)d killed, %(survived)d survived" % summary)
+                   killed=len(valid) - raw, survived=len(survived), tce_equivalent=len(tce_eq),
+                   raw_survival=raw / len(valid) if valid else 0.0,
+                   tce_survival=len(survived) / (len(valid) - len(tce_eq)) if len(valid) > len(tce_eq) else 0.0,
+                   targets=a.targets, tests=a.tests)
+    print("%(folder)s: %(sampled)d sampled, %(valid)d compiled, %(killed)d killed, %(survived)d survived, "
+          "%(tce_equivalent)d equivalent (TCE); survival raw %(raw_survival).1f%% (TCE counted as survivors), "
+          "TCE-adjusted %(tce_survival).1f%%" % dict(summary, raw_survival=100 * summary["raw_survival"],
+                                                     tce_survival=100 * summary["tce_survival"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(summary=summary, mutants=results), f, indent=1)

@@ -190,7 +190,6 @@ void add_bias_rows(float* y, const float* b, int T, int n) {  // y (T, n), b (n)
 // positions 0..pos of its sequence (rows of one call see each other's K/V).
 void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
   int kv_dim = cx.sl.kv_rows.size();  // this rank's kv heads (the cache holds only these)
-  long total = 0;
   for (int r = 0; r < st.n; r++) {
     const Row& row = cx.rows[r];
     std::memcpy(cx.kv.key_mut(row.seq, layer, row.pos), &st.k[(size_t)r * kv_dim], sizeof(float) * kv_dim);
@@ -203,17 +202,13 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
       ops::fp16_roundtrip(cx.kv.key_mut(row.seq, layer, row.pos), kv_dim);
       ops::fp16_roundtrip(cx.kv.value_mut(row.seq, layer, row.pos), kv_dim);
     }
-    st.kv_at[r] = total;
-    total += 2L * (row.pos + 1);
   }
-  st.kv_ptr.resize(total);
-  for (int r = 0; r < st.n; r++) {
+  st.kv_ptr.clear();  // keeps its capacity from the previous layer
+  for (int r = 0; r < st.n; r++) {  // row r: its keys at positions 0..pos, then its values
     const Row& row = cx.rows[r];
-    const float** p = &st.kv_ptr[st.kv_at[r]];
-    for (int j = 0; j <= row.pos; j++) {
-      p[j] = cx.kv.key(row.seq, layer, j);
-      p[row.pos + 1 + j] = cx.kv.value(row.seq, layer, j);
-    }
+    st.kv_at[r] = (long)st.kv_ptr.size();
+    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.key(row.seq, layer, j));
+    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.value(row.seq, layer, j));
   }
 }
 
@@ -340,19 +335,12 @@ std::vector<float> head(Ctx& cx, RunState& st, int first) {
   return logits;
 }
 
-// Admission control: the scratch of this call (RunState, the K/V row pointers,
-// the logits) computed before anything is allocated (base/memory_budget.h).
-void admit_activations(const Ctx& cx, bool all_logits, int first_logit) {
-  const Config& c = cx.c;
-  const uint64_t n = cx.rows.size();
-  const uint64_t q = (uint64_t)c.n_heads * c.head_dim, kv = (uint64_t)c.n_kv_heads * c.head_dim;
-  const uint64_t per_row = 3 * (uint64_t)c.dim + 2 * q + 2 * kv + 2 * (uint64_t)c.hidden_dim + (uint64_t)c.head_dim;
-  uint64_t pointers = 0;
-  for (const Row& r : cx.rows) pointers += 2 * ((uint64_t)r.pos + 1);
-  const uint64_t logits = mul_sat(all_logits ? n - first_logit : 1, (uint64_t)c.vocab_size + c.dim);
-  const uint64_t bytes = mul_sat(mul_sat(n, per_row) + logits, sizeof(float)) + mul_sat(pointers, sizeof(void*));
-  admit_allocation(bytes, "forward", "tokens",
-                   "the activations of " + std::to_string(n) + " tokens", "use a shorter prompt or --prefill-chunk");
+// Admission control: the scratch of this call (forward.h activation_bytes).
+void admit_call(const Ctx& cx, bool all_logits, int first_logit) {
+  std::vector<int> positions;  // (n)
+  for (const Row& r : cx.rows) positions.push_back(r.pos);
+  const uint64_t logit_rows = all_logits ? cx.rows.size() - first_logit : 1;
+  admit_activations(cx.c, cx.sl, n_ranks(cx), positions, logit_rows, memory_available());
 }
 
 // Non-finite values in the residual stream or the logits (the weights were
@@ -437,7 +425,7 @@ std::vector<float> run_rows(const Model& model, KvCache& kv, std::vector<Row> ro
   require_input(!(ggml(cx) && kv.options().int8), "forward", "numerics",
                 "the ggml profile keeps llama.cpp's F16 KV cache: not with the int8 KV-cache mode");
   check_split(cx);
-  admit_activations(cx, all_logits, all_logits ? opt.first_logit : 0);
+  admit_call(cx, all_logits, all_logits ? opt.first_logit : 0);
   validate_and_append(cx);
   std::vector<std::pair<int, int>> appended;  // (seq, length before): undone when a check fails
   for (const Row& row : cx.rows) appended.push_back({row.seq, row.pos});
@@ -488,6 +476,28 @@ std::vector<float> forward_batch(const Model& model, KvCache& kv, std::span<cons
     rows.push_back({seqs[i], kv.length(seqs[i]), tokens[i]});
   }
   return run_rows(model, kv, std::move(rows), true, options);
+}
+
+uint64_t activation_bytes(const Config& c, const SliceLayout& s, int ranks, std::span<const int> positions,
+                          uint64_t logit_rows) {
+  const uint64_t whole = 3 * (uint64_t)c.dim + (uint64_t)c.n_heads * c.head_dim + (uint64_t)c.hidden_dim;
+  const uint64_t local = 2 * (uint64_t)s.q_rows.size() + 2 * (uint64_t)s.kv_rows.size() +
+                         (uint64_t)s.dim_rows.size() + 2 * (uint64_t)s.hidden_rows.size();
+  const uint64_t per_row = whole + local + 2 * (uint64_t)(c.head_dim / 2);  // floats
+  uint64_t pointers = 0;
+  for (int pos : positions) pointers += 2 * ((uint64_t)pos + 1);
+  const uint64_t head = (uint64_t)c.dim + s.vocab_rows.size() + (ranks > 1 ? (uint64_t)c.vocab_size : 0);
+  const auto add_sat = [](uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; };
+  const uint64_t floats = add_sat(mul_sat(positions.size(), per_row), mul_sat(logit_rows, head));
+  return add_sat(add_sat(mul_sat(floats, sizeof(float)), mul_sat(pointers, sizeof(const float*))),
+                 mul_sat(positions.size(), sizeof(long)));
+}
+
+void admit_activations(const Config& c, const SliceLayout& s, int ranks, std::span<const int> positions,
+                       uint64_t logit_rows, const MemoryAvailable& available) {
+  admit_allocation(activation_bytes(c, s, ranks, positions, logit_rows), available, "forward", "tokens",
+                   "the activations of " + std::to_string(positions.size()) + " tokens",
+                   "use a shorter prompt or --prefill-chunk");
 }
 
 }  // namespace oracle

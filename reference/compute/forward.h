@@ -14,6 +14,7 @@
 #include "reference/compute/kv_cache.h"
 #include "reference/compute/tensor_split.h"
 #include "reference/model/model.h"
+#include "base/memory_budget.h"
 #include "base/thread_pool.h"
 #include "numerics/profile.h"
 
@@ -67,5 +68,21 @@ std::vector<float> forward(const Model& model, KvCache& kv, int seq, std::span<c
 // each row bit-identical to decoding that sequence alone.
 std::vector<float> forward_batch(const Model& model, KvCache& kv, std::span<const int> seqs,
                                  std::span<const int> tokens, const ForwardOptions& options = {});
+
+// Admission control (base/memory_budget.h): the bytes of scratch one call allocates,
+// computed before anything is: per row (one entry of `positions`, its position) the
+// RunState buffers on this rank's slices `s` — x, xb, proj (dim); att (n_heads * head_dim);
+// act (hidden_dim); q, att_local (s.q_rows); k, v (s.kv_rows); proj_local (s.dim_rows);
+// gate, up (s.hidden_rows); the RoPE cos/sin rows (head_dim / 2 each) — as float32, its
+// K/V row pointers (2 * (pos + 1)) and their offset (a long); then for `logit_rows` rows
+// the head's normed input (dim) and this rank's logits (s.vocab_rows), plus the gathered
+// logits (vocab_size) when ranks > 1. A pure function of its arguments (saturating).
+uint64_t activation_bytes(const Config& c, const SliceLayout& s, int ranks, std::span<const int> positions,
+                          uint64_t logit_rows);
+
+// InputError (file "forward", field "tokens") when activation_bytes(...) exceeds
+// `available` (forward passes memory_available(); tests inject it).
+void admit_activations(const Config& c, const SliceLayout& s, int ranks, std::span<const int> positions,
+                       uint64_t logit_rows, const MemoryAvailable& available);
 
 }  // namespace oracle

@@ -34,28 +34,36 @@ bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
 }  // namespace
 
 CpuFeatures cpu_features() {
-  CpuFeatures f;
+  CpuidRegs r;
   uint32_t a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-  f.sse2 = bit(d, 26);
-  const bool osxsave = bit(c, 27);
-  const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
-  const bool os_ymm = (xcr0 & 0x6) == 0x6;     // XMM + YMM state
-  const bool os_zmm = (xcr0 & 0xE6) == 0xE6;   // + opmask, ZMM_Hi256, Hi16_ZMM
-  f.avx = bit(c, 28) && os_ymm;
-  f.fma = bit(c, 12) && os_ymm;
-  f.f16c = bit(c, 29) && os_ymm;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
-  f.avx2 = bit(b, 5) && os_ymm;
-  f.avx512f = bit(b, 16) && os_zmm;
-  f.avx512dq = bit(b, 17) && os_zmm;
-  f.avx512bw = bit(b, 30) && os_zmm;
-  f.avx512vl = bit(b, 31) && os_zmm;
-  return f;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return {};
+  r.leaf1_ecx = c, r.leaf1_edx = d;
+  r.xcr0 = bit(c, 27) ? xgetbv0() : 0;  // OSXSAVE: XGETBV is available
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) r.has_leaf7 = true, r.leaf7_ebx = b;
+  return features_from_cpuid(r);
 }
 #else
 CpuFeatures cpu_features() { return {}; }
 #endif
+
+CpuFeatures features_from_cpuid(const CpuidRegs& r) {
+  const auto bit = [](uint32_t reg, int b) { return ((reg >> b) & 1u) != 0; };
+  CpuFeatures f;
+  f.sse2 = bit(r.leaf1_edx, 26);
+  const uint64_t xcr0 = bit(r.leaf1_ecx, 27) ? r.xcr0 : 0;  // without OSXSAVE no state is enabled
+  const bool os_ymm = (xcr0 & 0x6) == 0x6;     // XMM + YMM state
+  const bool os_zmm = (xcr0 & 0xE6) == 0xE6;   // + opmask, ZMM_Hi256, Hi16_ZMM
+  f.avx = bit(r.leaf1_ecx, 28) && os_ymm;
+  f.fma = bit(r.leaf1_ecx, 12) && os_ymm;
+  f.f16c = bit(r.leaf1_ecx, 29) && os_ymm;
+  if (!r.has_leaf7) return f;
+  f.avx2 = bit(r.leaf7_ebx, 5) && os_ymm;
+  f.avx512f = bit(r.leaf7_ebx, 16) && os_zmm;
+  f.avx512dq = bit(r.leaf7_ebx, 17) && os_zmm;
+  f.avx512bw = bit(r.leaf7_ebx, 30) && os_zmm;
+  f.avx512vl = bit(r.leaf7_ebx, 31) && os_zmm;
+  return f;
+}
 
 std::vector<std::string> feature_names(const CpuFeatures& f) {
   const std::pair<bool, const char*> all[] = {

@@ -36,7 +36,19 @@ struct CpuFeatures {
   bool sse2 = false, avx = false, avx2 = false, f16c = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
 };
-CpuFeatures cpu_features();  // this CPU (all false off x86-64)
+CpuFeatures cpu_features();  // this CPU (all false off x86-64): features_from_cpuid of its registers
+// The CPUID registers the features are read from: leaf 1 ECX / EDX, leaf 7 (sub-leaf 0) EBX
+// when the CPU has leaf 7, and XCR0 (XGETBV 0; read only when leaf 1 ECX has OSXSAVE, bit 27).
+struct CpuidRegs {
+  uint32_t leaf1_ecx = 0, leaf1_edx = 0;
+  bool has_leaf7 = false;
+  uint32_t leaf7_ebx = 0;
+  uint64_t xcr0 = 0;
+};
+// sse2 EDX 26; avx ECX 28, fma ECX 12, f16c ECX 29, avx2 leaf-7 EBX 5 (with XMM + YMM state,
+// XCR0 bits 1-2, enabled through OSXSAVE); avx512f EBX 16, dq 17, bw 30, vl 31 (with XCR0
+// 0xE6: + opmask, ZMM_Hi256, Hi16_ZMM). A pure function of `r` (tests give it registers).
+CpuFeatures features_from_cpuid(const CpuidRegs& r);
 // The names of the features present ("sse2", "avx2", ...), in a fixed order.
 std::vector<std::string> feature_names(const CpuFeatures& f);
 // The first feature `isa` needs that `f` lacks ("" when it can run).

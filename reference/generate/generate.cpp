@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -63,12 +64,11 @@ class Request {
 
   const std::vector<int>& prompt() const { return result_.prompt_ids; }
 
-  // Samples from `logits` (the last position's row). Returns false when the
-  // request is finished; otherwise the token to decode next is in *next.
-  bool accept(std::span<const float> logits, int* next) {
+  // Samples from `logits` (the last position's row). Returns the token to decode
+  // next, or nothing when the request is finished.
+  std::optional<int> accept(std::span<const float> logits) {
     SampleResult r = sample(chain_, logits, context());
-    return accept_sampled(logits, {r.token, logprob_report(r.token, logits, r.processed, options_.logprobs_top_n)},
-                          next);
+    return accept_sampled(logits, {r.token, logprob_report(r.token, logits, r.processed, options_.logprobs_top_n)});
   }
 
   // What the sampler of this step looks at: the history and the key (seed, seq id, position).
@@ -78,7 +78,7 @@ class Request {
   int top_n() const { return options_.logprobs_top_n; }
 
   // accept() with the decision already taken (generate_with's engine).
-  bool accept_sampled(std::span<const float> logits, SampledToken sampled, int* next) {
+  std::optional<int> accept_sampled(std::span<const float> logits, SampledToken sampled) {
     const int token = sampled.token;
     GenerationStep step;
     step.token = token;
@@ -90,9 +90,11 @@ class Request {
     StreamStep s = stream_.push(token);
     if (!s.done && (int)history_.size() >= seq_len_) s = stream_.finish();  // context full
     emit(s.text);
-    if (s.done) return finish(s.reason);
-    *next = token;
-    return true;
+    if (s.done) {
+      finish(s.reason);
+      return std::nullopt;
+    }
+    return token;
   }
 
   GenerationResult take() { return std::move(result_); }
@@ -103,11 +105,10 @@ class Request {
     result_.text += text;
     if (options_.on_text) options_.on_text(text);
   }
-  bool finish(FinishReason reason) {
+  void finish(FinishReason reason) {
     result_.stop_detail = finish_reason_name(reason);
     result_.invalid_utf8_replaced = stream_.n_replaced();
     result_.finish_reason = reason == FinishReason::Length ? "length" : "stop";
-    return false;
   }
 
   GenerateOptions options_;
@@ -155,8 +156,8 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer, const 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = prefill(model, kv, req.prompt(), options.prefill_chunk, fo);  // (vocab)
   const auto t1 = std::chrono::steady_clock::now();
-  int next = -1;
-  while (req.accept(logits, &next)) logits = forward(model, kv, 0, std::span<const int>(&next, 1), fo);
+  while (const std::optional<int> next = req.accept(logits))
+    logits = forward(model, kv, 0, std::span<const int>(&*next, 1), fo);
   GenerationResult result = req.take();
   result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   result.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
@@ -170,9 +171,9 @@ GenerationResult generate_with(StepEngine& engine, const Model& model, const Tok
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = engine.forward(req.prompt());  // (vocab)
   const auto t1 = std::chrono::steady_clock::now();
-  int next = -1;
-  while (req.accept_sampled(logits, engine.sample(logits, req.context(), req.top_n()), &next))
-    logits = engine.forward(std::span<const int>(&next, 1));
+  while (const std::optional<int> next =
+             req.accept_sampled(logits, engine.sample(logits, req.context(), req.top_n())))
+    logits = engine.forward(std::span<const int>(&*next, 1));
   GenerationResult result = req.take();
   result.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   result.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
@@ -230,28 +231,26 @@ std::vector<GenerationResult> generate_batch_with(BatchEngine& engine, const Mod
   const int n = (int)prompts.size(), vocab = model.config.vocab_size;
   std::vector<Request> reqs;
   for (int i = 0; i < n; i++) reqs.emplace_back(model, tokenizer, prompts[i], options[i]);
-  // One step of request i on row r of `logits`: false when it finished, else *next.
-  auto step = [&](int i, int r, std::span<const float> logits, int* next) {
-    return reqs[i].accept_sampled(logits, engine.sample(i, r, logits, reqs[i].context(), reqs[i].top_n()), next);
+  // One step of request i on row r of `logits`: its next token, or nothing when it finished.
+  auto step = [&](int i, int r, std::span<const float> logits) {
+    return reqs[i].accept_sampled(logits, engine.sample(i, r, logits, reqs[i].context(), reqs[i].top_n()));
   };
   std::vector<int> seqs, tokens, reused(n, 0);  // (n_running) KV slot and next token; (n) prefix hits
   for (int i = 0; i < n; i++) {
-    int next = -1;
     std::span<const int> prompt = reqs[i].prompt();
     reused[i] = engine.attach_prefix(i, prompt);
-    if (step(i, 0, engine.forward(i, prompt.subspan((size_t)reused[i])), &next)) {
+    if (const std::optional<int> next = step(i, 0, engine.forward(i, prompt.subspan((size_t)reused[i])))) {
       seqs.push_back(i);
-      tokens.push_back(next);
+      tokens.push_back(*next);
     }
   }
   while (!seqs.empty()) {
     std::vector<float> logits = engine.forward_batch(seqs, tokens);  // (n_running, vocab)
     std::vector<int> still, next_tokens;
     for (size_t k = 0; k < seqs.size(); k++) {
-      int next = -1;
-      if (step(seqs[k], (int)k, row(logits, (int)k, vocab), &next)) {
+      if (const std::optional<int> next = step(seqs[k], (int)k, row(logits, (int)k, vocab))) {
         still.push_back(seqs[k]);
-        next_tokens.push_back(next);
+        next_tokens.push_back(*next);
       }
     }
     seqs.swap(still);

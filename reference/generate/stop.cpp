@@ -19,18 +19,15 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stop
   }
 }
 
-// Start of the earliest complete occurrence in pending_ (ties: the shortest
-// stop string, then the lowest index); npos if none.
-size_t StopMatcher::earliest_complete(int& which) const {
-  size_t best = std::string::npos;
-  which = -1;
+// The earliest complete occurrence in pending_ (ties: the shortest stop string,
+// then the lowest index); nothing if none.
+std::optional<StopMatcher::Complete> StopMatcher::earliest_complete() const {
+  std::optional<Complete> best;
   for (size_t i = 0; i < stops_.size(); i++) {
     size_t p = pending_.find(stops_[i]);
     if (p == std::string::npos) continue;
-    if (p < best || (p == best && stops_[i].size() < stops_[(size_t)which].size())) {
-      best = p;
-      which = (int)i;
-    }
+    if (!best || p < best->at || (p == best->at && stops_[i].size() < stops_[(size_t)best->which].size()))
+      best = Complete{p, (int)i};
   }
   return best;
 }
@@ -52,19 +49,18 @@ size_t StopMatcher::earliest_partial() const {
 // Emits what is safe; declares a stop when a complete occurrence can no longer
 // be preceded by an earlier one (always, at the end of the text).
 std::string StopMatcher::release(bool at_end) {
-  int which = -1;
-  size_t complete = earliest_complete(which);
+  const std::optional<Complete> complete = earliest_complete();
   size_t partial = at_end ? std::string::npos : earliest_partial();
   if (fault::active(fault::Fault::STOP_IGNORES_EARLIER_PARTIAL))
     partial = std::string::npos;  // FAULT: stops at the first completed match, releases held text
   std::string out;
-  if (complete != std::string::npos && (partial == std::string::npos || partial >= complete)) {
-    out = pending_.substr(0, complete);
+  if (complete && (partial == std::string::npos || partial >= complete->at)) {
+    out = pending_.substr(0, complete->at);
     pending_.clear();
-    stop_index_ = which;
+    stop_index_ = complete->which;
     return out;
   }
-  size_t cut = partial == std::string::npos ? pending_.size() : partial;  // partial < complete here
+  size_t cut = partial == std::string::npos ? pending_.size() : partial;  // partial < complete->at here
   out = pending_.substr(0, cut);
   pending_.erase(0, cut);
   return out;

@@ -12,6 +12,7 @@
 // (the detokenizer's output) with valid UTF-8 stop strings, matches can only
 // begin and end on character boundaries.
 // ============================================================================
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,11 @@ class StopMatcher {
   size_t n_held() const { return pending_.size(); }
 
  private:
-  size_t earliest_complete(int& which) const;
+  struct Complete {
+    size_t at;  // start in pending_
+    int which;  // index of the stop string
+  };
+  std::optional<Complete> earliest_complete() const;
   size_t earliest_partial() const;
   std::string release(bool at_end);
 

@@ -45,13 +45,11 @@ bool before(const TokenLogprob& a, const TokenLogprob& b) {
 Ranked rank_token(int token, const std::vector<TokenLogprob>& all, int top_n) {
   Ranked r;
   r.logprob = -num::inf_f32();
-  int at = -1;
-  for (size_t i = 0; i < all.size(); i++)
-    if (all[i].id == token) at = (int)i;
-  if (at >= 0) {
-    r.logprob = all[at].logprob;
+  const auto hit = std::find_if(all.rbegin(), all.rend(), [&](const TokenLogprob& t) { return t.id == token; });
+  if (hit != all.rend()) {  // the last entry with that id
+    r.logprob = hit->logprob;
     r.rank = 1;
-    for (const TokenLogprob& t : all) r.rank += before(t, all[at]) ? 1 : 0;
+    for (const TokenLogprob& t : all) r.rank += before(t, *hit) ? 1 : 0;
   }
   std::vector<TokenLogprob> sorted = all;
   size_t n = std::min(sorted.size(), (size_t)std::max(top_n, 0));

@@ -28,8 +28,7 @@ void compute_probs(Candidates& c) {
   for (size_t i = 0; i < x.size(); i++) c.items[i].prob = x[i];
 }
 
-// Total order: larger value first, NaN after every number, then lower id.
-static bool ranks_before(float xa, int ia, float xb, int ib) {
+bool ranks_before(float xa, int ia, float xb, int ib) {
   bool na = xa != xa, nb = xb != xb;
   if (na != nb) return nb;
   if (!na && xa != xb) return xa > xb;

@@ -37,6 +37,9 @@ struct Candidates {
 Candidates candidates_from_logits(std::span<const float> logits);  // ids 0..n-1
 // prob = softmax_canonical over the current logits, in id order.
 void compute_probs(Candidates& c);
+// The candidates' total order: larger value first, NaN after every number, then lower id.
+// A strict weak ordering (std::sort's requirement): irreflexive, asymmetric, transitive.
+bool ranks_before(float xa, int ia, float xb, int ib);
 // Indices of c.items ordered by (logit desc, id asc) / (prob desc, id asc).
 std::vector<int> order_by_logit(const Candidates& c);
 std::vector<int> order_by_prob(const Candidates& c);

@@ -210,7 +210,7 @@ class MinP : public Sampler {
   MinP(float p, int min_keep, bool hf) : p_(p), min_keep_(min_keep), hf_(hf) {}
   void apply(Candidates& c, const SamplingContext&) const override {
     if (p_ <= 0.0f || c.items.empty()) return;
-    std::vector<char> keep(c.items.size(), 0);
+    std::vector<char> keep(c.items.size());  // every entry is written below
     if (hf_) {
       compute_probs(c);
       float pmax = 0.0f;

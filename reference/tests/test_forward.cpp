@@ -343,6 +343,56 @@ TEST_CASE("forward rejects bad input naming the field", "[forward][errors]") {
   CHECK_THROWS_WITH(forward(m, kv2, 2, toks), Catch::Contains("seq"));
 }
 
+TEST_CASE("admission: activation_bytes is RunState's buffers, refused one byte past available", "[forward][errors]") {
+  // Written out buffer by buffer from forward.cpp's RunState and head(), not from the estimate:
+  // per row x, xb, proj (dim), att (heads * hd), act (hidden), q and att_local (this rank's query
+  // rows), k and v (its kv rows), proj_local (its dim rows), gate and up (its hidden rows), rope
+  // cos and sin (hd / 2); the K/V pointer table (2 (pos + 1) per row) and its offsets (long);
+  // per logit row the normed input (dim), this rank's logits, and the gathered logits (ranks > 1).
+  Config c;
+  c.dim = 96, c.n_heads = 6, c.n_kv_heads = 3, c.head_dim = 16, c.hidden_dim = 260, c.vocab_size = 389;
+  const std::vector<int> positions = {0, 7, 30};
+  for (int ranks = 1; ranks <= 4; ranks++)
+    for (int rank = 0; rank < ranks; rank++) {
+      INFO(ranks << " ranks, rank " << rank);
+      const int g = c.n_heads / c.n_kv_heads;
+      const int kvh = split_range(c.n_kv_heads, rank, ranks).size();
+      const uint64_t q_local = (uint64_t)kvh * g * c.head_dim, kv_local = (uint64_t)kvh * c.head_dim;
+      const uint64_t dim_local = split_range(c.dim, rank, ranks).size();
+      const uint64_t hid_local = split_range(c.hidden_dim, rank, ranks).size();
+      const uint64_t voc_local = split_range(c.vocab_size, rank, ranks).size();
+      uint64_t floats_per_row = 0;
+      for (uint64_t w : {(uint64_t)c.dim, (uint64_t)c.dim, q_local, kv_local, kv_local, q_local,
+                         (uint64_t)c.n_heads * c.head_dim, dim_local, (uint64_t)c.dim, hid_local, hid_local,
+                         (uint64_t)c.hidden_dim, (uint64_t)c.head_dim / 2, (uint64_t)c.head_dim / 2})
+        floats_per_row += w;
+      const uint64_t pointers = 2 * (1 + 8 + 31);
+      for (uint64_t logit_rows : {1, 2, 3}) {
+        const uint64_t head_floats = logit_rows * (c.dim + voc_local + (ranks > 1 ? c.vocab_size : 0));
+        const uint64_t want = (3 * floats_per_row + head_floats) * 4 + pointers * 8 + 3 * 8;
+        const SliceLayout s = slice_layout(c, rank, ranks);
+        const uint64_t got = activation_bytes(c, s, ranks, positions, logit_rows);
+        CHECK(got == want);
+        CHECK_NOTHROW(admit_activations(c, s, ranks, positions, logit_rows, MemoryAvailable{want, "test"}));
+        try {
+          admit_activations(c, s, ranks, positions, logit_rows, MemoryAvailable{want - 1, "test"});
+          FAIL("one byte short was admitted");
+        } catch (const InputError& e) {
+          CHECK(e.field() == "tokens");
+          CHECK_THAT(e.what(), Catch::Contains("needs " + std::to_string(want) + " bytes") &&
+                                   Catch::Contains(std::to_string(want - 1) + " bytes"));
+        }
+      }
+    }
+  // Saturating: a position near INT_MAX on a huge vocabulary is more than 2^64 bytes, refused.
+  c.vocab_size = 1 << 30;
+  const std::vector<int> far = {0x7ffffff0};
+  CHECK(activation_bytes(c, slice_layout(c, 0, 1), 1, far, UINT64_MAX / 2) == UINT64_MAX);
+  CHECK_THROWS_WITH(admit_activations(c, slice_layout(c, 0, 1), 1, far, UINT64_MAX / 2,
+                                      MemoryAvailable{UINT64_MAX - 1, "test"}),
+                    Catch::Contains("more than 2^64 bytes"));
+}
+
 // ============================================================================
 // Speed (hidden: run with `test_forward "[.bench]"`)
 // ============================================================================

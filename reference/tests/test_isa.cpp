@@ -488,6 +488,51 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
 // The features read with CPUID (and XGETBV) against the kernel's own reading of the same CPU:
 // the flags line of /proc/cpuinfo (Linux clears the AVX flags when the OS does not save the
 // registers, as cpu_features does). Skipped where there is no such file (not Linux, not x86-64).
+TEST_CASE("isa: features_from_cpuid reads each feature from its own bit (Intel SDM vol. 2A, CPUID)", "[isa]") {
+  // Every bit set, all OS state enabled: every feature. Then each feature's bit cleared alone: only
+  // that feature goes (and the ones the bit's register state gates).
+  isa::CpuidRegs all;
+  all.leaf1_ecx = (1u << 27) | (1u << 28) | (1u << 12) | (1u << 29);  // OSXSAVE, AVX, FMA, F16C
+  all.leaf1_edx = 1u << 26;                                             // SSE2
+  all.has_leaf7 = true;
+  all.leaf7_ebx = (1u << 5) | (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);  // AVX2, 512 F DQ BW VL
+  all.xcr0 = 0xE7;
+  const std::vector<std::string> every = {"sse2", "avx", "avx2", "f16c", "fma",
+                                          "avx512f", "avx512bw", "avx512dq", "avx512vl"};
+  CHECK(isa::feature_names(isa::features_from_cpuid(all)) == every);
+  struct Drop {
+    uint32_t isa::CpuidRegs::*reg;
+    int bit;
+    const char* name;
+  };
+  for (const Drop& d : {Drop{&isa::CpuidRegs::leaf1_edx, 26, "sse2"}, Drop{&isa::CpuidRegs::leaf1_ecx, 28, "avx"},
+                        Drop{&isa::CpuidRegs::leaf1_ecx, 12, "fma"}, Drop{&isa::CpuidRegs::leaf1_ecx, 29, "f16c"},
+                        Drop{&isa::CpuidRegs::leaf7_ebx, 5, "avx2"}, Drop{&isa::CpuidRegs::leaf7_ebx, 16, "avx512f"},
+                        Drop{&isa::CpuidRegs::leaf7_ebx, 17, "avx512dq"},
+                        Drop{&isa::CpuidRegs::leaf7_ebx, 30, "avx512bw"},
+                        Drop{&isa::CpuidRegs::leaf7_ebx, 31, "avx512vl"}}) {
+    INFO("bit " << d.bit << " cleared");
+    isa::CpuidRegs r = all;
+    r.*d.reg &= ~(1u << d.bit);
+    std::vector<std::string> want;
+    for (const std::string& n : every)
+      if (n != d.name) want.push_back(n);
+    CHECK(isa::feature_names(isa::features_from_cpuid(r)) == want);
+  }
+  // OSXSAVE clear: XCR0 is not read, so no AVX-family feature; YMM state only: no AVX-512.
+  isa::CpuidRegs r = all;
+  r.leaf1_ecx &= ~(1u << 27);
+  CHECK(isa::feature_names(isa::features_from_cpuid(r)) == std::vector<std::string>{"sse2"});
+  r = all;
+  r.xcr0 = 0x7;
+  CHECK(isa::feature_names(isa::features_from_cpuid(r)) ==
+        std::vector<std::string>{"sse2", "avx", "avx2", "f16c", "fma"});
+  r = all;
+  r.has_leaf7 = false;
+  CHECK(isa::feature_names(isa::features_from_cpuid(r)) == std::vector<std::string>{"sse2", "avx", "f16c", "fma"});
+  CHECK(isa::feature_names(isa::features_from_cpuid({})).empty());
+}
+
 TEST_CASE("isa: cpu_features agree with the kernel's /proc/cpuinfo flags", "[isa]") {
   std::ifstream in("/proc/cpuinfo");
   std::string line, flags;

@@ -10,6 +10,7 @@
 #include "bit_compare.h"
 #include "forward_test_util.h"
 #include "base/errors.h"
+#include "reference/compute/kv_blocks.h"
 
 using namespace oracle;
 using namespace oracle::test;
@@ -79,6 +80,78 @@ TEST_CASE("memory report: bytes per token and fragmentation", "[kv][report]") {
   CHECK(f.tokens_stored == 20);
   CHECK(f.bytes_allocated >= 32 * f.bytes_per_token);
   CHECK(f.internal_fragmentation == Approx(1.0 - 20.0 * f.bytes_per_token / (double)f.bytes_allocated));
+}
+
+TEST_CASE("contiguous capacity: reserve_tokens, then doubling, capped at the context", "[kv][report]") {
+  // kv_cache.cpp grow_contiguous: the first allocation holds max(pos + 1, reserve_tokens) tokens,
+  // each later one max(pos + 1, 2 x the old capacity), at most seq_len (24 is no power of two,
+  // so a vector's own doubling from one token would give 32 and 64 instead).
+  const Model& m = stories();
+  KvCacheOptions co;
+  co.reserve_tokens = 24;
+  KvCache flat(m.config, co);
+  const std::vector<int> toks = test_tokens(m, 60);
+  run_chunks(m, flat, 0, std::vector<int>(toks.begin(), toks.begin() + 20), 20);
+  KvMemoryReport f = flat.memory_report();
+  CHECK(f.bytes_allocated == 24 * f.bytes_per_token);
+  run_chunks(m, flat, 0, std::vector<int>(toks.begin() + 20, toks.begin() + 25), 5);
+  f = flat.memory_report();
+  CHECK(f.bytes_allocated == 48 * f.bytes_per_token);
+  run_chunks(m, flat, 0, std::vector<int>(toks.begin() + 25, toks.end()), 35);
+  f = flat.memory_report();
+  CHECK(f.bytes_allocated == (uint64_t)std::min(96, m.config.seq_len) * f.bytes_per_token);
+}
+
+TEST_CASE("KV admission: the paged pool is admitted as max_tokens + one block of positions", "[kv][errors]") {
+  // kv_cache.cpp: a pool of max_tokens tokens in blocks of block_size is admitted as K and V of
+  // (max_tokens + block_size) positions, 2 x layers x positions x kv_dim floats (the last block
+  // may be partly past max_tokens). At Llama-3-8B's shape and 2^31 - 16 tokens that is
+  // ~563 TB, refused on any machine; the message gives the count, computed here independently.
+  Config c;
+  c.dim = 4096, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.seq_len = 8192;
+  c.hidden_dim = 14336, c.vocab_size = 128256;
+  for (int bs : {1, 16, 64}) {
+    INFO("block size " << bs);
+    KvCacheOptions o = paged(bs);
+    o.max_tokens = 2147483632;
+    const std::string positions = std::to_string(2147483632LL + bs) + " positions x 1024 floats";
+    try {
+      KvCache kv(c, o);
+      FAIL("a 563 TB pool was admitted");
+    } catch (const InputError& e) {
+      CHECK(e.field() == "context_length");
+      CHECK_THAT(e.what(), Catch::Contains("2 x 32 layers x " + positions));
+      const uint64_t bytes = 2ull * 32 * (2147483632ull + bs) * 1024 * 4;
+      CHECK_THAT(e.what(), Catch::Contains("needs " + std::to_string(bytes) + " bytes"));
+    }
+  }
+}
+
+TEST_CASE("HostKvStorage: write_row then read_row and the row views give the row back", "[kv][paged]") {
+  const int layers = 3, block_size = 4, kv_dim = 10;
+  HostKvStorage st(layers, block_size, kv_dim);
+  for (int b = 0; b < 2; b++) st.create_block(b);
+  for (int b = 0; b < 2; b++)
+    for (int l = 0; l < layers; l++)
+      for (int slot = 0; slot < block_size; slot++) {
+        std::vector<float> k(kv_dim), v(kv_dim);
+        for (int j = 0; j < kv_dim; j++) k[j] = (float)(1000 * b + 100 * l + 10 * slot + j), v[j] = -k[j] - 0.5f;
+        st.write_row(b, l, slot, k, v);
+      }
+  for (int b = 0; b < 2; b++)
+    for (int l = 0; l < layers; l++)
+      for (int slot = 0; slot < block_size; slot++) {
+        INFO("block " << b << " layer " << l << " slot " << slot);
+        std::vector<float> k(kv_dim), v(kv_dim);
+        st.read_row(b, l, slot, k, v);
+        for (int j = 0; j < kv_dim; j++) {
+          const float want = (float)(1000 * b + 100 * l + 10 * slot + j);
+          CHECK(k[j] == want);
+          CHECK(v[j] == -want - 0.5f);
+          CHECK(st.k_row(b, l, slot)[j] == want);
+          CHECK(st.v_row(b, l, slot)[j] == -want - 0.5f);
+        }
+      }
 }
 
 TEST_CASE("rollback: truncate then append equals a run that never saw the removed tokens", "[kv][rollback]") {

@@ -4,6 +4,7 @@
 // engine presets, the selectors, logprobs and the JSON form of the config.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -39,6 +40,12 @@ std::vector<int> ids(const Candidates& c) {
 std::vector<float> logits_of(const Candidates& c) {
   std::vector<float> out;
   for (const Candidate& k : c.items) out.push_back(k.logit);
+  return out;
+}
+
+std::string testing_join(const std::vector<float>& v) {
+  std::string out;
+  for (float x : v) out += (out.empty() ? "" : " ") + std::to_string(x);
   return out;
 }
 
@@ -116,6 +123,58 @@ TEST_CASE("top-p ties are ranked by lowest id; exact boundary is inclusive", "[s
     cfg.top_p = 1.0f;  // off
     CHECK(ids(run_one("top_p", cfg, {0, 0, 0, 0})).size() == 4);
   }
+}
+
+TEST_CASE("top-p: each preset follows its own engine's float32 rule where the two differ", "[sampler][top_p]") {
+  // llama.cpp llama_sampler_top_p_apply: probabilities descending, cum += p in float, keep the
+  // prefix up to the first rank where cum >= top_p (and at least min_keep). transformers
+  // TopPLogitsWarper: ascending, cumsum, remove where cum <= 1 - top_p, keep the last min_keep.
+  // Both keep "the smallest prefix reaching p" in exact arithmetic; their float32 roundings
+  // differ (1 - p is rounded, the sums run in opposite orders), and there the presets must not
+  // be interchangeable. The probabilities are compute_probs' (both engines' softmax is ours).
+  // top_p at the float cumulative sums of the descending probabilities and one step either
+  // side: where the two rules can part.
+  int differing = 0;
+  for (int n = 3; n <= 8; n++)
+    for (int trial = 0; trial < 20; trial++) {
+      std::vector<float> logits(n);
+      for (int i = 0; i < n; i++) logits[i] = (float)((i * 7 + trial * 13 + n * 3) % 17) * 0.25f + 0.01f * i;
+      Candidates c = candidates_from_logits(logits);
+      compute_probs(c);
+      const std::vector<int> desc = order_by_prob(c);  // (prob desc, id asc)
+      std::vector<float> ps;
+      float run = 0.0f;
+      for (int r = 0; r + 1 < n; r++) {
+        run += c.items[desc[r]].prob;
+        for (float q : {std::nextafter(run, 0.0f), run, std::nextafter(run, 1.0f)})
+          if (q > 0.0f && q < 1.0f) ps.push_back(q);
+      }
+      for (float top_p : ps) {
+        std::vector<int> want_llama, want_hf;
+        float cum = 0.0f;
+        for (int r = 0; r < n; r++) {
+          cum += c.items[desc[r]].prob;
+          want_llama.push_back(desc[r]);
+          if (cum >= top_p) break;
+        }
+        const float threshold = 1.0f - top_p;
+        cum = 0.0f;
+        for (int r = n - 1; r >= 0; r--) {  // ascending
+          cum += c.items[desc[r]].prob;
+          if (!(cum <= threshold) || r == 0) want_hf.push_back(desc[r]);
+        }
+        std::sort(want_llama.begin(), want_llama.end());
+        std::sort(want_hf.begin(), want_hf.end());
+        if (want_llama == want_hf) continue;
+        differing++;
+        INFO("logits " << testing_join(logits) << " top_p " << top_p);
+        SamplerConfig hf = cfg_for("hf"), lc = cfg_for("llamacpp");
+        hf.top_p = lc.top_p = top_p;
+        CHECK(ids(run_one("top_p", hf, logits)) == want_hf);
+        CHECK(ids(run_one("top_p", lc, logits)) == want_llama);
+      }
+    }
+  CHECK(differing > 0);
 }
 
 // ---- min-p --------------------------------------------------------------------------------
@@ -299,6 +358,31 @@ TEST_CASE("greedy: argmax, ties to the lowest id, NaN never wins", "[sampler][gr
   CHECK(sample(build_chain(cfg), std::vector<float>{1, 3, 0}, {std::vector<int>{1}, {}}).token == 0);
 }
 
+TEST_CASE("ranks_before is a strict weak ordering (irreflexive, asymmetric, transitive)", "[sampler][greedy]") {
+  // std::sort needs it; an `id <=` tie break orders the same ids but is reflexive (undefined behaviour).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {nan, -inf, -1.5f, -0.0f, 0.0f, 1e-45f, 2.0f, inf};
+  const std::vector<int> ids = {0, 1, 7};
+  for (float xa : xs)
+    for (int ia : ids) {
+      INFO("x " << xa << " id " << ia);
+      CHECK_FALSE(ranks_before(xa, ia, xa, ia));
+      for (float xb : xs)
+        for (int ib : ids) {
+          const bool ab = ranks_before(xa, ia, xb, ib), ba = ranks_before(xb, ib, xa, ia);
+          CHECK_FALSE((ab && ba));
+          if (ia != ib) CHECK(ab != ba);  // distinct ids: a total order
+          for (float xc : xs)
+            for (int ic : ids)
+              if (ab && ranks_before(xb, ib, xc, ic)) CHECK(ranks_before(xa, ia, xc, ic));
+        }
+    }
+  CHECK(ranks_before(1.0f, 5, 0.5f, 0));  // larger value first
+  CHECK(ranks_before(-inf, 5, nan, 0));   // NaN after every number
+  CHECK(ranks_before(0.5f, 2, 0.5f, 3));  // then lower id
+  CHECK(ranks_before(nan, 2, nan, 3));
+}
+
 TEST_CASE("draw: inverse CDF over (prob desc, id asc) with the Philox uniform", "[sampler][draw]") {
   SamplerConfig cfg;  // neutral: T = 1, nothing filtered
   SamplerChain chain = build_chain(cfg);
@@ -425,6 +509,25 @@ TEST_CASE("SamplerConfig JSON round trip keeps every field", "[sampler][json]") 
   CHECK(b.banned_tokens == a.banned_tokens);
   CHECK(b.seed == a.seed);
   CHECK(nlohmann::json(b) == j);
+}
+
+TEST_CASE("range ends of top_p and min_p: 0 and 1 accepted, just outside refused", "[sampler][errors]") {
+  for (float v : {0.0f, 1.0f}) {
+    SamplerConfig c = cfg_for("hf");
+    c.top_p = v;
+    CHECK_NOTHROW(validate(c, 10));
+    c = cfg_for("hf");
+    c.min_p = v;
+    CHECK_NOTHROW(validate(c, 10));
+  }
+  for (float v : {-1e-6f, 1.000001f}) {
+    SamplerConfig c = cfg_for("hf");
+    c.top_p = v;
+    CHECK_THROWS_WITH(validate(c, 10), Catch::Contains("top_p"));
+    c = cfg_for("hf");
+    c.min_p = v;
+    CHECK_THROWS_WITH(validate(c, 10), Catch::Contains("min_p"));
+  }
 }
 
 TEST_CASE("bad sampler input names the field", "[sampler][errors]") {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/tokenizer/chat_template.h"
+#include "reference/tokenizer/jinja.h"
 #include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "fixture.h"
@@ -181,5 +182,72 @@ TEST_CASE("every recognised template renders what Jinja2 renders from its own so
   std::printf("jinja: %d templates (%d byte for byte on every rendering), %d of %d renderings equal\n", templates,
               full, equal, renders);
   CHECK(templates == 15);
+  CHECK(renders >= 1000);
+}
+
+// The Jinja engine (reference/tokenizer/jinja.h) over the same fixture: every rendering of
+// every template, byte for byte, with the bos_token/eos_token gen_chat_jinja.py passed
+// (llama.cpp's test case values, "<s>"/"</s>" where the case names none; SmolLM2's own) and
+// its leading-BOS rule. A (conversation, add_generation_prompt) pair missing from a template's
+// renders is one jinja2 refused (raise_exception or a TypeError): the engine must refuse it too.
+namespace {
+struct JinjaCase {
+  std::string bos, eos;
+};
+std::map<std::string, JinjaCase> jinja_tokens() {
+  std::map<std::string, JinjaCase> out;
+  const json cases = load_json("llamacpp_chat_template_cases.json");
+  for (const json& c : cases["cases"])
+    out[c["name"].get<std::string>()] = {c.value("bos_token", std::string("<s>")), c.value("eos_token", std::string("</s>"))};
+  out["HuggingFaceTB/SmolLM2-135M-Instruct"] = {"<|im_start|>", "<|im_end|>"};
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the Jinja engine renders every template as Jinja2 does, and refuses what Jinja2 refuses", "[jinja]") {
+  const json d = load_json("chat_jinja_expected.json");
+  const std::map<std::string, JinjaCase> tokens = jinja_tokens();
+  int templates = 0, full = 0, renders = 0, equal = 0, refusals = 0;
+  for (const json& t : d["templates"]) {
+    const std::string name = t["name"], source = t["template"];
+    INFO(name);
+    REQUIRE(tokens.count(name));
+    const JinjaCase& tok = tokens.at(name);
+    const ChatTemplate tmpl =
+        jinja_chat_template("t.gguf", source, tok.bos, tok.eos, source.find("bos_token") != std::string::npos);
+    std::set<std::pair<int, bool>> rendered;
+    int ok = 0, shown = 0;
+    for (const json& r : t["renders"]) {
+      const int conv = r["conversation"];
+      const bool agp = r["add_generation_prompt"];
+      rendered.insert({conv, agp});
+      const std::string want = r["expected"];
+      std::string got;
+      try {
+        got = render_chat(tmpl, messages_of(d["conversations"][conv]), agp);
+      } catch (const InputError& e) {
+        got = std::string("InputError: ") + e.what();
+      }
+      ok += got == want;
+      if (got != want && shown++ < 3)
+        std::printf("jinja engine MISMATCH %s conversation %d agp %d\n  jinja2 %s\n  ours   %s\n", name.c_str(), conv,
+                    (int)agp, json(want).dump().c_str(), json(got).dump().c_str());
+    }
+    for (int conv = 0; conv < (int)d["conversations"].size(); conv++)
+      for (bool agp : {false, true}) {
+        if (rendered.count({conv, agp})) continue;
+        refusals++;
+        INFO("conversation " << conv << " agp " << agp);
+        CHECK_THROWS_AS(render_chat(tmpl, messages_of(d["conversations"][conv]), agp), InputError);
+      }
+    templates++, renders += (int)t["renders"].size(), equal += ok;
+    full += ok == (int)t["renders"].size();
+    std::printf("jinja engine: %-70s %3d / %3zu\n", name.c_str(), ok, t["renders"].size());
+    CHECK(ok == (int)t["renders"].size());
+  }
+  std::printf("jinja engine: %d of %d templates byte for byte on every rendering, %d of %d renderings equal, "
+              "%d refusals matched\n", full, templates, equal, renders, refusals);
+  CHECK(templates == 15);
+  CHECK(full == 15);
   CHECK(renders >= 1000);
 }

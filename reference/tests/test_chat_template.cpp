@@ -251,3 +251,106 @@ TEST_CASE("the Jinja engine renders every template as Jinja2 does, and refuses w
   CHECK(full == 15);
   CHECK(renders >= 1000);
 }
+
+// Adversarial templates (data/gen_jinja_synthetic.py: whitespace control, trim/lstrip_blocks,
+// loop variables and filters, scoping, namespace, undefined, numbers, strings, filters, tests),
+// rendered by jinja2 with Hugging Face's environment; "error" where jinja2 raises.
+TEST_CASE("the Jinja engine on adversarial templates: jinja2's output or jinja2's refusal", "[jinja]") {
+  const json d = load_json("jinja_synthetic_expected.json");
+  int cases = 0, errors = 0;
+  for (const json& t : d["templates"]) {
+    const std::string name = t["name"], source = t["template"];
+    for (const json& c : t["cases"]) {
+      INFO(name << " " << c["messages"].dump());
+      const JinjaContext ctx{messages_of(c["messages"]), c["add_generation_prompt"], c["bos_token"], c["eos_token"]};
+      cases++;
+      if (c.value("error", false)) {
+        errors++;
+        CHECK_THROWS_AS(render_jinja("t.gguf", source, ctx), InputError);
+        continue;
+      }
+      std::string got;
+      try {
+        got = render_jinja("t.gguf", source, ctx);
+      } catch (const InputError& e) {
+        got = std::string("InputError: ") + e.what();
+      }
+      CHECK(json(got).dump() == json(c["expected"]).dump());
+    }
+  }
+  CHECK(d["templates"].size() >= 60);
+  std::printf("jinja synthetic: %d cases (%d refused by jinja2)\n", cases, errors);
+}
+
+// Constructs outside the subset are refused naming them (never rendered differently); the
+// message names the model file, tokenizer.chat_template and the line.
+TEST_CASE("the Jinja engine refuses what it does not implement, naming the construct and the line", "[jinja]") {
+  const JinjaContext ctx{{{"user", "hi"}}, true, "<s>", "</s>"};
+  auto refusal = [&](const std::string& source) {
+    try {
+      render_jinja("m.gguf", source, ctx);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("rendered");
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{% macro f() %}x{% endmacro %}", "{% macro %}"},
+      {"{% call f() %}x{% endcall %}", "{% call %}"},
+      {"{% filter upper %}x{% endfilter %}", "{% filter %}"},
+      {"{% include 'x' %}", "{% include %}"},
+      {"{% extends 'x' %}", "{% extends %}"},
+      {"{% with a = 1 %}{% endwith %}", "{% with %}"},
+      {"{% raw %}{{ x }}{% endraw %}", "{% raw %}"},
+      {"{% set x %}body{% endset %}", "block assignments"},
+      {"{% for m in messages recursive %}{% endfor %}", "recursive"},
+      {"{% frobnicate %}", "unknown statement {% frobnicate %}"},
+      {"{{ messages|tojson }}", "tojson"},
+      {"{{ messages|sort }}", "'sort'"},
+      {"{{ messages|nosuchfilter }}", "no filter named 'nosuchfilter'"},
+      {"{{ 1 is nosuchtest }}", "no test named 'nosuchtest'"},
+      {"{{ messages }}", "printing a list"},
+      {"{{ messages[0] }}", "printing a dict"},
+      {"{{ messages.append }}", "'list.append' used as a value"},
+      {"{{ messages.append(1) }}", "the list method 'append'"},
+      {"{{ 'x'.format(1) }}", "the string method 'format'"},
+      {"{{ 'é'|upper }}", "upper() of non-ASCII text"},
+      {"{{ lipsum(2) }}", "'lipsum'"},
+      {"{{ range }}", "'range' used as a value"},
+      {"{{ 7.5 // 2 }}", "float operator //"},
+      {"{{ '%s' % 1 }}", "string formatting with %"},
+      {"{{ 2 ** 64 }}", "beyond 64 bits"},
+      {"{{ 9223372036854775807 + 1 }}", "integer literal too large"},
+      {"{{ 0x10 }}", "number literal"},
+      {"{{ messages.__class__ }}", "attribute '__class__'"},
+      {"\n\n{{ messages[0].content.nope() }}", "line 3"},
+      {"{{ raise_exception('Roles must alternate') }}", "the template raised: Roles must alternate"},
+      {"{% if true %}x", "unexpected end of template"},
+      {"{{ 'unterminated }}", "unterminated string literal"},
+      {"{% break %}", "break or continue outside a loop"},
+  };
+  for (const auto& [source, needle] : cases) {
+    INFO(source);
+    const std::string msg = refusal(source);
+    CHECK(msg.find(needle) != std::string::npos);
+    CHECK(msg.rfind("m.gguf: tokenizer.chat_template: ", 0) == 0);
+  }
+}
+
+// The product path: --chat-template-engine jinja interprets the GGUF's own template; the
+// leading BOS text is removed once when the tokenizer adds BOS (llama.cpp's rule).
+TEST_CASE("jinja_chat_template: BOS removal, parse errors before rendering, no template", "[jinja]") {
+  const std::string src = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+  ChatTemplate t = jinja_chat_template("m.gguf", src, "<s>", "</s>", true);
+  CHECK(render_chat(t, {{"user", "a"}}, true) == "[user]a");
+  t.strip_bos = false;
+  CHECK(render_chat(t, {{"user", "a"}}, true) == "<s>[user]a");
+  CHECK_THROWS_AS(jinja_chat_template("m.gguf", "{% for %}", "<s>", "</s>", true), InputError);
+  CHECK_THROWS_AS(jinja_chat_template("m.gguf", "", "<s>", "</s>", true), InputError);
+  ChatEngine e;
+  CHECK(chat_engine_from_name("jinja", &e));
+  CHECK(e == ChatEngine::Jinja);
+  CHECK(chat_engine_from_name("builtin", &e));
+  CHECK(e == ChatEngine::Builtin);
+  CHECK_FALSE(chat_engine_from_name("minja", &e));
+}

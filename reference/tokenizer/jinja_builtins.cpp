@@ -228,6 +228,15 @@ bool apply_test(const std::string& name, const Value& v, const Args& a, Where w)
     const bool any_cased = std::any_of(s.begin(), s.end(), [](char c) { return std::isalpha((unsigned char)c); });
     return any_cased && case_map(s, name, w) == s;
   }
+  if (name == "sameas") {  // Python `is`: singletons and shared containers only
+    const Value& o = operand();
+    if (v.type != o.type) return false;
+    if (v.is(Type::None)) return true;
+    if (v.is(Type::Bool)) return v.b == o.b;
+    if (v.is(Type::List)) return v.list == o.list;
+    if (v.is(Type::Dict) || v.is(Type::Namespace)) return v.dict == o.dict;
+    unsupported("the test 'sameas' on " + type_name(v) + " values", w);
+  }
   if (name == "escaped") return false;  // no Markup objects: autoescape is off
   unsupported("the test '" + name + "'", w);
 }

@@ -30,6 +30,9 @@ struct Renderer {
   void bind(std::map<std::string, Value>& frame, const std::vector<std::string>& names, const Value& v, int line);
 
   Value eval(const Expr& e);
+  Value eval_name(const Expr& e) const;
+  Value eval_literal(const Expr& e);
+  Value eval_unary(const Expr& e);
   Value lookup(const std::string& name) const;
   Value eval_attr(const Expr& e);
   Value eval_item(const Value& obj, const Value& key, int line);
@@ -139,36 +142,54 @@ Value Renderer::lookup(const std::string& name) const {
   return Value::undefined("'" + name + "' is undefined");
 }
 
+Value Renderer::eval_name(const Expr& e) const {
+  Value v = lookup(e.name);
+  if (v.is(Type::Undefined) && (e.name == "range" || e.name == "namespace" || e.name == "raise_exception" ||
+                                e.name == "dict" || e.name == "lipsum" || e.name == "cycler" || e.name == "joiner"))
+    error(e.line, "the function '" + e.name + "' used as a value is not supported");
+  return v;
+}
+
+// [a, b], (a, b), {'k': v} (string keys; a repeated key keeps its first position, last value).
+Value Renderer::eval_literal(const Expr& e) {
+  if (e.kind != EK::Dict) {
+    ValueList items;
+    for (const ExprPtr& a : e.args) items.push_back(eval(*a));
+    Value v = Value::make_list(std::move(items));
+    v.tuple = e.kind == EK::Tuple;
+    return v;
+  }
+  ValueDict d;
+  for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+    const Value key = eval(*e.args[k]);
+    if (!key.is(Type::String)) error(e.line, "dictionary keys other than strings are not supported");
+    Value val = eval(*e.args[k + 1]);
+    bool replaced = false;
+    for (auto& [dk, dv] : d)
+      if (dk == key.s) dv = val, replaced = true;
+    if (!replaced) d.emplace_back(key.s, val);
+  }
+  return Value::make_dict(std::move(d));
+}
+
+Value Renderer::eval_unary(const Expr& e) {
+  const Value v = eval(*e.args[0]);
+  if (v.is(Type::Float)) return Value::number(e.kind == EK::Neg ? -v.f : v.f);
+  if (v.is(Type::Int) || v.is(Type::Bool)) {
+    const int64_t i = v.is(Type::Bool) ? v.b : v.i;
+    if (i == INT64_MIN) error(e.line, "integer arithmetic beyond 64 bits is not supported");
+    return Value::integer(e.kind == EK::Neg ? -i : i);
+  }
+  if (v.is(Type::Undefined)) error(e.line, v.s);
+  error(e.line, "bad operand type for unary " + std::string(e.kind == EK::Neg ? "-" : "+") + ": '" + type_name(v) +
+                    "'");
+}
+
 Value Renderer::eval(const Expr& e) {
   switch (e.kind) {
     case EK::Literal: return e.literal;
-    case EK::Name: {
-      Value v = lookup(e.name);
-      if (v.is(Type::Undefined) && (e.name == "range" || e.name == "namespace" || e.name == "raise_exception" ||
-                                    e.name == "dict" || e.name == "lipsum" || e.name == "cycler" || e.name == "joiner"))
-        error(e.line, "the function '" + e.name + "' used as a value is not supported");
-      return v;
-    }
-    case EK::List: case EK::Tuple: {
-      ValueList items;
-      for (const ExprPtr& a : e.args) items.push_back(eval(*a));
-      Value v = Value::make_list(std::move(items));
-      v.tuple = e.kind == EK::Tuple;
-      return v;
-    }
-    case EK::Dict: {
-      ValueDict d;
-      for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
-        const Value key = eval(*e.args[k]);
-        if (!key.is(Type::String)) error(e.line, "dictionary keys other than strings are not supported");
-        Value val = eval(*e.args[k + 1]);
-        bool replaced = false;
-        for (auto& [dk, dv] : d)
-          if (dk == key.s) dv = val, replaced = true;
-        if (!replaced) d.emplace_back(key.s, val);
-      }
-      return Value::make_dict(std::move(d));
-    }
+    case EK::Name: return eval_name(e);
+    case EK::List: case EK::Tuple: case EK::Dict: return eval_literal(e);
     case EK::Attr: return eval_attr(e);
     case EK::Item: return eval_item(eval(*e.args[0]), eval(*e.args[1]), e.line);
     case EK::Slice: return eval_slice(e);
@@ -181,17 +202,7 @@ Value Renderer::eval(const Expr& e) {
       const Value subject = eval(*e.args[0]);
       return Value::boolean(apply_test(e.name, subject, eval_args(e, 1), at(e.line)) != e.negated);
     }
-    case EK::Neg: case EK::Pos: {
-      const Value v = eval(*e.args[0]);
-      if (v.is(Type::Float)) return Value::number(e.kind == EK::Neg ? -v.f : v.f);
-      if (v.is(Type::Int) || v.is(Type::Bool)) {
-        const int64_t i = v.is(Type::Bool) ? v.b : v.i;
-        return Value::integer(e.kind == EK::Neg ? -i : i);
-      }
-      if (v.is(Type::Undefined)) error(e.line, v.s);
-      error(e.line, "bad operand type for unary " + std::string(e.kind == EK::Neg ? "-" : "+") + ": '" +
-                        type_name(v) + "'");
-    }
+    case EK::Neg: case EK::Pos: return eval_unary(e);
     case EK::Not: return Value::boolean(!truthy(eval(*e.args[0])));
     case EK::And: {
       Value a = eval(*e.args[0]);

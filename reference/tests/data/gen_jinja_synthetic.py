@@ -50,6 +50,8 @@ T["ws_mid_line_block"] = "a {% if true %}b{% endif %} c\n  d {% if false %}e{% e
 T["ws_start_of_template"] = "   {% if true %}x{% endif %}"
 T["ws_tabs_after"] = "{% for i in range(2) %}\t\n{{ i }}\n{% endfor %}"
 T["ws_unicode_space"] = "a\u00a0\u3000{%- if true %}b{% endif %}"
+T["ws_control_space"] = ("a\x1f\x1c\x85 {%- if true %}b{% endif %}|{{ '\x1c x \x1f\u2028'|trim }}|"
+                        "{{ '\x1dy\x1e'.strip() }}|{{ 'p\x1fq'.split()|join('+') }}")
 T["ws_minus_after_text_in_loop"] = "{% for m in messages -%}\n   {{ m.content }}   \n{%- endfor %}|"
 # ---- loops ----
 T["loop_vars"] = ("{% for m in messages %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/"

@@ -328,6 +328,11 @@ TEST_CASE("the Jinja engine refuses what it does not implement, naming the const
       {"{% if true %}x", "unexpected end of template"},
       {"{{ 'unterminated }}", "unterminated string literal"},
       {"{% break %}", "break or continue outside a loop"},
+      {"{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}", "nesting deeper than 200"},
+      {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "1 million loop"},
+      {"{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "longer than 64 MiB"},
+      {"{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+       "list longer than 2^20"},
   };
   for (const auto& [source, needle] : cases) {
     INFO(source);

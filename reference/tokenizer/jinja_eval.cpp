@@ -15,10 +15,15 @@ namespace {
 
 enum class Flow { Normal, Break, Continue };
 
+// Budgets that keep a hostile template from hanging or exhausting memory (refused beyond).
+constexpr size_t kMaxIterations = 1'000'000;  // loop iterations, all loops together
+constexpr size_t kMaxOutput = 64u << 20;       // bytes of rendered text
+
 struct Renderer {
   const std::string& file;
   std::vector<std::map<std::string, Value>> frames;  // [0]: the context; innermost last
   std::string out;
+  size_t iterations = 0;
 
   Where at(int line) const { return Where{file, line}; }
   [[noreturn]] void error(int line, const std::string& m) const { fail(file, line, m); }
@@ -54,8 +59,10 @@ Flow Renderer::run(const Body& body) {
 
 Flow Renderer::run_node(const Node& n) {
   switch (n.kind) {
-    case NK::Text: out += n.text; return Flow::Normal;
-    case NK::Output: out += to_str(eval(*n.expr), at(n.line)); return Flow::Normal;
+    case NK::Text: case NK::Output:
+      out += n.kind == NK::Text ? n.text : to_str(eval(*n.expr), at(n.line));
+      if (out.size() > kMaxOutput) error(n.line, "a rendering longer than 64 MiB is not supported");
+      return Flow::Normal;
     case NK::If:
       for (const auto& [cond, body] : n.branches)
         if (truthy(eval(*cond))) return run(body);
@@ -123,6 +130,7 @@ Flow Renderer::run_for(const Node& n) {
     items.push_back(item);
   }
   for (size_t k = 0; k < items.size(); k++) {
+    if (++iterations > kMaxIterations) error(n.line, "more than 1 million loop iterations are not supported");
     frames.emplace_back();
     bind(frames.back(), n.targets, items[k], n.line);
     frames.back()["loop"] = loop_object(k, items);

@@ -61,13 +61,14 @@ struct Lexer {
   int line = 1;
   std::vector<Token> out;
 
-  int line_at(size_t upto) const {
-    int n = 1;
-    for (size_t k = 0; k < upto && k < src.size(); k++) n += src[k] == '\n';
-    return n;
+  size_t counted = 0;  // line_at's cache: newlines in src[0, counted) make line - 1
+  int line_at(size_t upto) {
+    if (upto < counted) counted = 0, line = 1;
+    for (; counted < upto && counted < src.size(); counted++) line += src[counted] == '\n';
+    return line;
   }
   void emit(Tok kind, std::string text = "") { out.push_back({kind, std::move(text), 0, 0, line_at(pos)}); }
-  [[noreturn]] void error(const std::string& m) const { fail(file, line_at(pos), m); }
+  [[noreturn]] void error(const std::string& m) { fail(file, line_at(pos), m); }
 
   void run();
   bool text_until_tag(bool* line_starting);
@@ -98,7 +99,7 @@ void Lexer::run() {
 // applied); false at the end of the source.
 bool Lexer::text_until_tag(bool* line_starting) {
   size_t at = pos;
-  while ((at = src.find('{', at)) != std::string::npos && at + 1 < src.size() && !std::strchr("{%#", src[at + 1])) at++;
+  while ((at = src.find('{', at)) != std::string::npos && at + 1 < src.size() && (src[at + 1] == 0 || !std::strchr("{%#", src[at + 1]))) at++;
   if (at == std::string::npos || at + 1 >= src.size()) {
     if (pos < src.size()) emit(Tok::Text, src.substr(pos));
     pos = src.size();

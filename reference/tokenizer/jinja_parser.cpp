@@ -20,10 +20,22 @@ Node make_node(NK kind, int line, std::string text = "") {
   return n;
 }
 
+constexpr int kMaxNesting = 200;  // deeper templates are refused (bounded recursion, no stack overflow)
+
 struct Parser {
   const std::string& file;
   const std::vector<Token>& toks;
   size_t p = 0;
+  int depth = 0;
+
+  struct Nest {  // counts one level of recursion while alive
+    Parser& parser;
+    explicit Nest(Parser& x) : parser(x) {
+      if (++parser.depth > kMaxNesting)
+        parser.error("nesting deeper than " + std::to_string(kMaxNesting) + " levels is not supported");
+    }
+    ~Nest() { parser.depth--; }
+  };
 
   const Token& peek(size_t ahead = 0) const { return toks[std::min(p + ahead, toks.size() - 1)]; }
   const Token& next() { return toks[std::min(p++, toks.size() - 1)]; }
@@ -81,6 +93,7 @@ struct Parser {
 
 // Nodes up to one of `ends` (a block keyword) or the end of the template.
 Body Parser::body(const std::set<std::string>& ends, std::string* end_found) {
+  const Nest nest(*this);
   Body out;
   while (true) {
     const Token& t = peek();
@@ -186,6 +199,7 @@ Node Parser::set_statement(int line) {
 // ---- Expressions ---------------------------------------------------------------------
 
 ExprPtr Parser::expression(bool with_condexpr) {
+  const Nest nest(*this);
   ExprPtr e = or_expr();
   if (!with_condexpr) return e;
   while (accept_name("if")) {  // a if cond [else b]
@@ -217,6 +231,7 @@ ExprPtr Parser::and_expr() {
 }
 
 ExprPtr Parser::not_expr() {
+  const Nest nest(*this);
   if (is_name("not")) {
     const int line = next().line;
     return make(EK::Not, line, {not_expr()});
@@ -282,6 +297,7 @@ ExprPtr Parser::pow_expr() {
 }
 
 ExprPtr Parser::unary(bool with_filter) {
+  const Nest nest(*this);
   ExprPtr e;
   if (is_op("-") || is_op("+")) {
     const Token& t = next();

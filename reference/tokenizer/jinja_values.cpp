@@ -276,8 +276,12 @@ Value arith(const Value& a, const std::string& op, const Value& b, Where w) {
     if (op == "*") return Value::number(float_of(a) * float_of(b));
     fail(w.file, w.line, "the float operator " + op + " is not supported");
   }
-  if (op == "+" && a.is(Type::String) && b.is(Type::String)) return Value::string(a.s + b.s);
+  if (op == "+" && a.is(Type::String) && b.is(Type::String)) {
+    if (a.s.size() + b.s.size() > (64u << 20)) fail(w.file, w.line, "a string longer than 64 MiB is not supported");
+    return Value::string(a.s + b.s);
+  }
   if (op == "+" && a.is(Type::List) && b.is(Type::List) && !a.generator && !b.generator && a.tuple == b.tuple) {
+    if (a.list->size() + b.list->size() > (1u << 20)) fail(w.file, w.line, "a list longer than 2^20 is not supported");
     ValueList out = *a.list;
     out.insert(out.end(), b.list->begin(), b.list->end());
     Value r = Value::make_list(std::move(out));

@@ -302,7 +302,7 @@ TEST_CASE("the Jinja engine refuses what it does not implement, naming the const
       {"{% extends 'x' %}", "{% extends %}"},
       {"{% with a = 1 %}{% endwith %}", "{% with %}"},
       {"{% raw %}{{ x }}{% endraw %}", "{% raw %}"},
-      {"{% set x %}body{% endset %}", "block assignments"},
+      {"{% set x | trim %}body{% endset %}", "filtered block assignments"},
       {"{% for m in messages recursive %}{% endfor %}", "recursive"},
       {"{% frobnicate %}", "unknown statement {% frobnicate %}"},
       {"{{ messages|tojson }}", "tojson"},
@@ -350,6 +350,10 @@ TEST_CASE("jinja_chat_template: BOS removal, parse errors before rendering, no t
   CHECK(render_chat(t, {{"user", "a"}}, true) == "[user]a");
   t.strip_bos = false;
   CHECK(render_chat(t, {{"user", "a"}}, true) == "<s>[user]a");
+  const std::string eos_src = "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}";
+  const ChatTemplate both = jinja_chat_template("m.gguf", eos_src, "<s>", "</s>", true, true);
+  CHECK(render_chat(both, {{"user", "a"}}, true) == "a");  // llama.cpp: add_bos / add_eos strip once
+  CHECK(render_chat(both, {{"user", "</s>"}}, true) == "</s>");
   CHECK_THROWS_AS(jinja_chat_template("m.gguf", "{% for %}", "<s>", "</s>", true), InputError);
   CHECK_THROWS_AS(jinja_chat_template("m.gguf", "", "<s>", "</s>", true), InputError);
   ChatEngine e;

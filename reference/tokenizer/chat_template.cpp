@@ -195,6 +195,9 @@ static std::string render_jinja_chat(const ChatTemplate& t, const std::vector<Ch
   std::string text = render_jinja(t.file, t.source, JinjaContext{messages, gen, t.bos_token, t.eos_token});
   if (t.strip_bos && !t.bos_token.empty() && text.compare(0, t.bos_token.size(), t.bos_token) == 0)
     text.erase(0, t.bos_token.size());
+  const size_t n = t.eos_token.size();
+  if (t.strip_eos && n > 0 && text.size() >= n && text.compare(text.size() - n, n, t.eos_token) == 0)
+    text.resize(text.size() - n);
   return text;
 }
 
@@ -252,12 +255,13 @@ bool chat_engine_from_name(const std::string& name, ChatEngine* out) {
 }
 
 ChatTemplate jinja_chat_template(const std::string& file, const std::string& text, const std::string& bos,
-                                 const std::string& eos, bool strip_bos) {
+                                 const std::string& eos, bool strip_bos, bool strip_eos) {
   require_input(!text.empty(), file, "tokenizer.chat_template",
                 "the model has no chat template for --chat-template-engine jinja");
   ChatTemplate t;
   t.engine = ChatEngine::Jinja;
   t.file = file, t.source = text, t.bos_token = bos, t.eos_token = eos, t.strip_bos = strip_bos;
+  t.strip_eos = strip_eos;
   check_jinja(file, text);  // syntax errors and refused statements surface before rendering
   return t;
 }

@@ -45,10 +45,11 @@ struct ChatTemplate {
   std::string default_system;
   // Jinja engine only: the model file (named in errors), the template source, the texts of
   // the vocabulary's BOS/EOS tokens (bos_token/eos_token), and whether a leading bos_token
-  // is removed once from the rendering (when the tokenizer adds BOS itself, as llama.cpp).
+  // / trailing eos_token is removed once from the rendering (when the tokenizer adds BOS /
+  // EOS itself: llama.cpp's common_chat_template_direct_apply_impl).
   ChatEngine engine = ChatEngine::Builtin;
   std::string file, source, bos_token, eos_token;
-  bool strip_bos = false;
+  bool strip_bos = false, strip_eos = false;
 };
 
 // The format for a template's source, or false if no heuristic matches one we render.
@@ -78,7 +79,8 @@ bool chat_engine_from_name(const std::string& name, ChatEngine* out);
 // The Jinja engine over the model's own template: InputError(file, "tokenizer.chat_template")
 // when the model has none; the template is parsed here, so syntax errors surface before rendering.
 ChatTemplate jinja_chat_template(const std::string& file, const std::string& template_text,
-                                 const std::string& bos_token, const std::string& eos_token, bool strip_bos);
+                                 const std::string& bos_token, const std::string& eos_token, bool strip_bos,
+                                 bool strip_eos = false);
 
 // OpenAI-style [{"role": ..., "content": ...}, ...]; InputError(path, field) if malformed.
 std::vector<ChatMessage> parse_chat_messages(const std::string& json_text, const std::string& path);

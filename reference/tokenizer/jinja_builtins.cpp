@@ -97,6 +97,7 @@ Value select_filter(const std::string& name, const Value& subject, const Args& a
   if (k < a.pos.size()) test = need_str(a.pos[k++], name + "'s test", w);
   test_args.pos.assign(a.pos.begin() + (ptrdiff_t)k, a.pos.end());
   ValueList out;
+  if (!truthy(subject)) return generator({});  // jinja2's `if value:` (none|selectattr is empty)
   for (const Value& item : iterate(subject, w)) {
     const Value v = by_attr ? get_field(item, attr, w) : item;
     const bool pass = test.empty() ? truthy(v) : apply_test(test, v, test_args, w);
@@ -171,7 +172,8 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a, Where
     const Value attr = arg(a, 99, "attribute", Value());
     if (!a.pos.empty() || a.kw.size() != 1 || !attr.is(Type::String)) unsupported("map other than map(attribute=NAME)", w);
     ValueList out;
-    for (const Value& item : iterate(v, w)) out.push_back(get_field(item, attr.s, w));
+    if (truthy(v))  // jinja2's `if value:`
+      for (const Value& item : iterate(v, w)) out.push_back(get_field(item, attr.s, w));
     return generator(std::move(out));
   }
   if (name == "replace") return string_method(to_str(v, w), "replace", a, w);

@@ -69,6 +69,15 @@ Flow Renderer::run_node(const Node& n) {
       return run(n.else_body);
     case NK::For: return run_for(n);
     case NK::Set: assign(n.targets, eval(*n.expr), n.line); return Flow::Normal;
+    case NK::SetBlock: {
+      std::string outer;
+      out.swap(outer);
+      const Flow f = run(n.body);
+      out.swap(outer);  // `outer` now holds the body's text
+      if (f != Flow::Normal) error(n.line, "break or continue inside a block assignment");
+      assign(n.targets, Value::string(outer), n.line);
+      return Flow::Normal;
+    }
     case NK::SetAttr: {
       const Value ns = lookup(n.targets[0]);
       if (!ns.is(Type::Namespace)) error(n.line, "cannot assign attribute on non-namespace object '" + n.targets[0] + "'");

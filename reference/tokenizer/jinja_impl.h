@@ -100,7 +100,7 @@ struct Expr {
 
 struct Node;
 using Body = std::vector<Node>;
-enum class NK { Text, Output, If, For, Set, SetAttr, Break, Continue };
+enum class NK { Text, Output, If, For, Set, SetBlock, SetAttr, Break, Continue };
 struct Node {
   NK kind = NK::Text;
   int line = 1;
@@ -109,7 +109,7 @@ struct Node {
   std::vector<std::string> targets;           // For / Set names (several: unpacking); SetAttr: the namespace
   ExprPtr filter;                             // For ... if filter
   std::vector<std::pair<ExprPtr, Body>> branches;  // If: (condition, body) for if and each elif
-  Body body, else_body;                       // For body; If/For else
+  Body body, else_body;                       // For/SetBlock body; If/For else
 };
 Body parse(const std::string& file, const std::vector<Token>& tokens);
 

@@ -12,7 +12,7 @@ namespace {
 
 const std::set<std::string> kRefusedStatements = {
     "macro", "call", "filter", "with", "include", "import", "from", "extends", "block", "raw", "do",
-    "autoescape", "trans", "pluralize", "endmacro", "endcall", "endfilter", "endwith", "endblock", "set_block"};
+    "autoescape", "trans", "pluralize", "endmacro", "endcall", "endfilter", "endwith", "endblock"};
 
 Node make_node(NK kind, int line, std::string text = "") {
   Node n;
@@ -189,7 +189,16 @@ Node Parser::set_statement(int line) {
   }
   Node n = make_node(NK::Set, line);
   n.targets = targets();
-  if (peek().kind == Tok::BlockEnd) fail(file, line, "block assignments ({% set x %}...{% endset %}) are not supported");
+  if (is_op("|")) fail(file, line, "filtered block assignments ({% set x | f %}) are not supported");
+  if (peek().kind == Tok::BlockEnd) {  // {% set x %}body{% endset %}: the body's text
+    if (n.targets.size() != 1) fail(file, line, "a block assignment takes one name");
+    p++;
+    std::string end;
+    n.kind = NK::SetBlock;
+    n.body = body({"endset"}, &end);
+    expect_block_end();
+    return n;
+  }
   expect_op("=");
   n.expr = expression();
   expect_block_end();

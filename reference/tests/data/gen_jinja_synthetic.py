@@ -78,6 +78,9 @@ T["loop_over_slice"] = "{% for m in messages[1:] %}{{ m.role }}{% endfor %}|{% f
 T["if_elif_else"] = ("{% for m in messages %}{% if m.role == 'user' %}U{% elif m.role == 'assistant' %}A"
                      "{% elif m.role == 'system' %}S{% else %}?{% endif %}{% endfor %}")
 T["set_in_if"] = "{% if true %}{% set y = 5 %}{% endif %}{{ y }}"
+T["set_block"] = ("{% set sys %}\n  {%- for m in messages if m.role == 'system' %}[{{ m.content|trim }}]{% endfor %}\n{% endset %}"
+                 "{{ sys|length }}:{{ sys }}|{% for m in messages %}{% set inner %}{{ m.role }}!{% endset %}{{ inner }}{% endfor %}"
+                 "{{ inner is defined }}")
 T["set_unpack"] = "{% set a, b = [1, 'two'] %}{{ b }}{{ a }}"
 T["ternary_no_else"] = "[{{ 'yes' if false }}][{{ 'yes' if true }}][{{ 'a' if false else 'b' if true else 'c' }}]"
 T["not_in"] = "{{ 'x' not in 'abc' }}{{ not 'a' in 'abc' }}{{ 'user' in messages|map(attribute='role')|list }}"
@@ -114,6 +117,8 @@ T["filters_select"] = ("{{ messages|selectattr('role', 'equalto', 'user')|list|l
                        "{{ messages|rejectattr('role', 'equalto', 'user')|map(attribute='role')|join(',') }}|"
                        "{{ messages|selectattr('content')|list|length }}|{{ [1, 0, 2]|select|list|length }}|"
                        "{{ [1, 2, 3, 4]|reject('odd')|join }}|{{ messages|map(attribute='content')|map(attribute='x')|list|length }}")
+T["filters_select_falsy"] = ("{{ none|selectattr('type', 'equalto', 'x')|list|length }}{{ nothing|rejectattr('a')|list|length }}"
+                             "{{ none|map(attribute='x')|list|length }}{{ ''|select|list|length }}")
 T["filter_precedence"] = "{{ 'a' + ' b '|trim + 'c' }}{{ -1|abs }}{{ messages|length * 2 }}"
 T["tests_misc"] = ("{{ 1 is integer }}{{ 1.0 is float }}{{ 'a' is string }}{{ {} is mapping }}{{ [] is sequence }}"
                    "{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 9 is divisibleby(4) }}{{ 'ab' is lower }}"

@@ -49,6 +49,7 @@ struct RunOptions {
   std::string messages;                 // --messages FILE.json: OpenAI-style roles
   std::string system;                   // --system TEXT: a system turn first
   std::string chat_format;              // --chat-format NAME: overrides template detection
+  std::string chat_engine = "builtin";  // --chat-template-engine builtin|jinja (docs/tokenizer.md)
   bool no_parse_special = false;        // --no-parse-special: control-token texts stay text
   std::string dump_logits, dump_trace;  // safetensors dumps (audit/interop/dumps.h)
   std::string numerics = "canonical";   // --numerics (tools/numerics_arg.h)
@@ -86,8 +87,8 @@ static std::vector<ChatMessage> chat_messages(const RunOptions& o) {
     m.push_back({"user", o.chat});
   }
   bool chat = !o.chat.empty() || !o.messages.empty();
-  require_input(chat || (o.system.empty() && o.chat_format.empty()), "--system", "--chat",
-                "--system and --chat-format need --chat or --messages");
+  require_input(chat || (o.system.empty() && o.chat_format.empty() && o.chat_engine == "builtin"), "--system",
+                "--chat", "--system, --chat-format and --chat-template-engine need --chat or --messages");
   return chat ? m : std::vector<ChatMessage>{};
 }
 
@@ -105,6 +106,16 @@ static ResolvedPrompt resolve_prompt(const LoadedModel& lm, RunOptions& o) {
   o.gen.parse_special = !o.no_parse_special;
   const std::vector<ChatMessage> messages = chat_messages(o);
   if (messages.empty()) return {o.prompt, ""};
+  ChatEngine engine = ChatEngine::Builtin;
+  require_input(chat_engine_from_name(o.chat_engine, &engine), o.chat_engine, "--chat-template-engine",
+                "expected builtin or jinja");
+  if (engine == ChatEngine::Jinja) {  // the GGUF's own template, interpreted (reference/tokenizer/jinja.h)
+    require_input(o.chat_format.empty(), o.chat_format, "--chat-format",
+                  "names a built-in formatter; --chat-template-engine jinja renders the model's own template");
+    auto text = [&](int id) { return id >= 0 && id < (int)v.tokens.size() ? v.tokens[id] : std::string(); };
+    const ChatTemplate t = jinja_chat_template(lm.model.path, v.chat_template, text(v.bos_id), text(v.eos_id), v.add_bos, v.add_eos);
+    return {render_chat(t, messages, true), "jinja"};
+  }
   const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, o.chat_format);
   return {render_chat(t, messages, true), chat_format_name(t.format)};
 }
@@ -323,6 +334,8 @@ Command setup_run(CLI::App& app) {
   sub->add_option("--messages", opts->messages, "JSON file of OpenAI-style {role, content} messages");
   sub->add_option("--system", opts->system, "System message before --chat/--messages");
   sub->add_option("--chat-format", opts->chat_format, "Chat format when the template is not recognised (chatml, llama2, llama3, ...)");
+  sub->add_option("--chat-template-engine", opts->chat_engine,
+                  "builtin (llama.cpp's per-format formatters, default) or jinja (the model's own template interpreted)");
   sub->add_flag("--no-parse-special", opts->no_parse_special, "Special-token texts in the prompt stay plain text");
   sub->add_option("--backend", opts->backend, "reference, cuda-emu or cuda (device: the whole loop and sampler chain)");
   add_numerics_option(sub, opts->numerics);

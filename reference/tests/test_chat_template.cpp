@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/tokenizer/chat_template.h"
+#include "reference/tokenizer/jinja.h"
 #include "base/errors.h"
 #include "reference/model/gguf.h"
 #include "fixture.h"
@@ -182,4 +183,183 @@ TEST_CASE("every recognised template renders what Jinja2 renders from its own so
               full, equal, renders);
   CHECK(templates == 15);
   CHECK(renders >= 1000);
+}
+
+// The Jinja engine (reference/tokenizer/jinja.h) over the same fixture: every rendering of
+// every template, byte for byte, with the bos_token/eos_token gen_chat_jinja.py passed
+// (llama.cpp's test case values, "<s>"/"</s>" where the case names none; SmolLM2's own) and
+// its leading-BOS rule. A (conversation, add_generation_prompt) pair missing from a template's
+// renders is one jinja2 refused (raise_exception or a TypeError): the engine must refuse it too.
+namespace {
+struct JinjaCase {
+  std::string bos, eos;
+};
+std::map<std::string, JinjaCase> jinja_tokens() {
+  std::map<std::string, JinjaCase> out;
+  const json cases = load_json("llamacpp_chat_template_cases.json");
+  for (const json& c : cases["cases"])
+    out[c["name"].get<std::string>()] = {c.value("bos_token", std::string("<s>")), c.value("eos_token", std::string("</s>"))};
+  out["HuggingFaceTB/SmolLM2-135M-Instruct"] = {"<|im_start|>", "<|im_end|>"};
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the Jinja engine renders every template as Jinja2 does, and refuses what Jinja2 refuses", "[jinja]") {
+  const json d = load_json("chat_jinja_expected.json");
+  const std::map<std::string, JinjaCase> tokens = jinja_tokens();
+  int templates = 0, full = 0, renders = 0, equal = 0, refusals = 0;
+  for (const json& t : d["templates"]) {
+    const std::string name = t["name"], source = t["template"];
+    INFO(name);
+    REQUIRE(tokens.count(name));
+    const JinjaCase& tok = tokens.at(name);
+    const ChatTemplate tmpl =
+        jinja_chat_template("t.gguf", source, tok.bos, tok.eos, source.find("bos_token") != std::string::npos);
+    std::set<std::pair<int, bool>> rendered;
+    int ok = 0, shown = 0;
+    for (const json& r : t["renders"]) {
+      const int conv = r["conversation"];
+      const bool agp = r["add_generation_prompt"];
+      rendered.insert({conv, agp});
+      const std::string want = r["expected"];
+      std::string got;
+      try {
+        got = render_chat(tmpl, messages_of(d["conversations"][conv]), agp);
+      } catch (const InputError& e) {
+        got = std::string("InputError: ") + e.what();
+      }
+      ok += got == want;
+      if (got != want && shown++ < 3)
+        std::printf("jinja engine MISMATCH %s conversation %d agp %d\n  jinja2 %s\n  ours   %s\n", name.c_str(), conv,
+                    (int)agp, json(want).dump().c_str(), json(got).dump().c_str());
+    }
+    for (int conv = 0; conv < (int)d["conversations"].size(); conv++)
+      for (bool agp : {false, true}) {
+        if (rendered.count({conv, agp})) continue;
+        refusals++;
+        INFO("conversation " << conv << " agp " << agp);
+        CHECK_THROWS_AS(render_chat(tmpl, messages_of(d["conversations"][conv]), agp), InputError);
+      }
+    templates++, renders += (int)t["renders"].size(), equal += ok;
+    full += ok == (int)t["renders"].size();
+    std::printf("jinja engine: %-70s %3d / %3zu\n", name.c_str(), ok, t["renders"].size());
+    CHECK(ok == (int)t["renders"].size());
+  }
+  std::printf("jinja engine: %d of %d templates byte for byte on every rendering, %d of %d renderings equal, "
+              "%d refusals matched\n", full, templates, equal, renders, refusals);
+  CHECK(templates == 15);
+  CHECK(full == 15);
+  CHECK(renders >= 1000);
+}
+
+// Adversarial templates (data/gen_jinja_synthetic.py: whitespace control, trim/lstrip_blocks,
+// loop variables and filters, scoping, namespace, undefined, numbers, strings, filters, tests),
+// rendered by jinja2 with Hugging Face's environment; "error" where jinja2 raises.
+TEST_CASE("the Jinja engine on adversarial templates: jinja2's output or jinja2's refusal", "[jinja]") {
+  const json d = load_json("jinja_synthetic_expected.json");
+  int cases = 0, errors = 0;
+  for (const json& t : d["templates"]) {
+    const std::string name = t["name"], source = t["template"];
+    for (const json& c : t["cases"]) {
+      INFO(name << " " << c["messages"].dump());
+      const JinjaContext ctx{messages_of(c["messages"]), c["add_generation_prompt"], c["bos_token"], c["eos_token"]};
+      cases++;
+      if (c.value("error", false)) {
+        errors++;
+        CHECK_THROWS_AS(render_jinja("t.gguf", source, ctx), InputError);
+        continue;
+      }
+      std::string got;
+      try {
+        got = render_jinja("t.gguf", source, ctx);
+      } catch (const InputError& e) {
+        got = std::string("InputError: ") + e.what();
+      }
+      CHECK(json(got).dump() == json(c["expected"]).dump());
+    }
+  }
+  CHECK(d["templates"].size() >= 60);
+  std::printf("jinja synthetic: %d cases (%d refused by jinja2)\n", cases, errors);
+}
+
+// Constructs outside the subset are refused naming them (never rendered differently); the
+// message names the model file, tokenizer.chat_template and the line.
+TEST_CASE("the Jinja engine refuses what it does not implement, naming the construct and the line", "[jinja]") {
+  const JinjaContext ctx{{{"user", "hi"}}, true, "<s>", "</s>"};
+  auto refusal = [&](const std::string& source) {
+    try {
+      render_jinja("m.gguf", source, ctx);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("rendered");
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{% macro f() %}x{% endmacro %}", "{% macro %}"},
+      {"{% call f() %}x{% endcall %}", "{% call %}"},
+      {"{% filter upper %}x{% endfilter %}", "{% filter %}"},
+      {"{% include 'x' %}", "{% include %}"},
+      {"{% extends 'x' %}", "{% extends %}"},
+      {"{% with a = 1 %}{% endwith %}", "{% with %}"},
+      {"{% raw %}{{ x }}{% endraw %}", "{% raw %}"},
+      {"{% set x | trim %}body{% endset %}", "filtered block assignments"},
+      {"{% for m in messages recursive %}{% endfor %}", "recursive"},
+      {"{% frobnicate %}", "unknown statement {% frobnicate %}"},
+      {"{{ messages|tojson }}", "tojson"},
+      {"{{ messages|sort }}", "'sort'"},
+      {"{{ messages|nosuchfilter }}", "no filter named 'nosuchfilter'"},
+      {"{{ 1 is nosuchtest }}", "no test named 'nosuchtest'"},
+      {"{{ messages }}", "printing a list"},
+      {"{{ messages[0] }}", "printing a dict"},
+      {"{{ messages.append }}", "'list.append' used as a value"},
+      {"{{ messages.append(1) }}", "the list method 'append'"},
+      {"{{ 'x'.format(1) }}", "the string method 'format'"},
+      {"{{ 'é'|upper }}", "upper() of non-ASCII text"},
+      {"{{ lipsum(2) }}", "'lipsum'"},
+      {"{{ range }}", "'range' used as a value"},
+      {"{{ 7.5 // 2 }}", "float operator //"},
+      {"{{ '%s' % 1 }}", "string formatting with %"},
+      {"{{ 2 ** 64 }}", "beyond 64 bits"},
+      {"{{ 9223372036854775807 + 1 }}", "integer literal too large"},
+      {"{{ 0x10 }}", "number literal"},
+      {"{{ messages.__class__ }}", "attribute '__class__'"},
+      {"\n\n{{ messages[0].content.nope() }}", "line 3"},
+      {"{{ raise_exception('Roles must alternate') }}", "the template raised: Roles must alternate"},
+      {"{% if true %}x", "unexpected end of template"},
+      {"{{ 'unterminated }}", "unterminated string literal"},
+      {"{% break %}", "break or continue outside a loop"},
+      {"{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}", "nesting deeper than 200"},
+      {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "1 million loop"},
+      {"{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "longer than 64 MiB"},
+      {"{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+       "list longer than 2^20"},
+  };
+  for (const auto& [source, needle] : cases) {
+    INFO(source);
+    const std::string msg = refusal(source);
+    CHECK(msg.find(needle) != std::string::npos);
+    CHECK(msg.rfind("m.gguf: tokenizer.chat_template: ", 0) == 0);
+  }
+}
+
+// The product path: --chat-template-engine jinja interprets the GGUF's own template; the
+// leading BOS text is removed once when the tokenizer adds BOS (llama.cpp's rule).
+TEST_CASE("jinja_chat_template: BOS removal, parse errors before rendering, no template", "[jinja]") {
+  const std::string src = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+  ChatTemplate t = jinja_chat_template("m.gguf", src, "<s>", "</s>", true);
+  CHECK(render_chat(t, {{"user", "a"}}, true) == "[user]a");
+  t.strip_bos = false;
+  CHECK(render_chat(t, {{"user", "a"}}, true) == "<s>[user]a");
+  const std::string eos_src = "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}";
+  const ChatTemplate both = jinja_chat_template("m.gguf", eos_src, "<s>", "</s>", true, true);
+  CHECK(render_chat(both, {{"user", "a"}}, true) == "a");  // llama.cpp: add_bos / add_eos strip once
+  CHECK(render_chat(both, {{"user", "</s>"}}, true) == "</s>");
+  CHECK_THROWS_AS(jinja_chat_template("m.gguf", "{% for %}", "<s>", "</s>", true), InputError);
+  CHECK_THROWS_AS(jinja_chat_template("m.gguf", "", "<s>", "</s>", true), InputError);
+  ChatEngine e;
+  CHECK(chat_engine_from_name("jinja", &e));
+  CHECK(e == ChatEngine::Jinja);
+  CHECK(chat_engine_from_name("builtin", &e));
+  CHECK(e == ChatEngine::Builtin);
+  CHECK_FALSE(chat_engine_from_name("minja", &e));
 }

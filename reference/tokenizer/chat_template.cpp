@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/errors.h"
+#include "reference/tokenizer/jinja.h"
 
 namespace oracle {
 
@@ -53,6 +54,12 @@ std::string chatml_default_system(const std::string& src) {
 }
 
 // llama.cpp's branch for templates containing [INST] (or named mistral*).
+ChatTemplate builtin_template(ChatFormat f, std::string default_system) {
+  ChatTemplate t;
+  t.format = f, t.default_system = std::move(default_system);
+  return t;
+}
+
 bool detect_inst(const std::string& src, ChatFormat* f) {
   auto has = [&](const char* s) { return src.find(s) != std::string::npos; };
   if (!(src.rfind("mistral", 0) == 0 || has("[INST]"))) return false;
@@ -91,25 +98,25 @@ bool detect_chat_template(const std::string& src, ChatTemplate* out) {
   auto has = [&](const char* s) { return src.find(s) != std::string::npos; };
   ChatFormat f;
   if (chat_format_from_name(src, &f)) {  // llama.cpp also accepts a bare format name
-    *out = ChatTemplate{f, ""};
+    *out = builtin_template(f, "");
     return true;
   }
   if (has("<|im_start|>")) {
     if (has("<|im_sep|>") || has("<end_of_utterance>")) return false;  // phi4, smolvlm
-    *out = ChatTemplate{ChatFormat::ChatMl, chatml_default_system(src)};
+    *out = builtin_template(ChatFormat::ChatMl, chatml_default_system(src));
     return true;
   }
-  if (detect_inst(src, &f)) return *out = ChatTemplate{f, ""}, true;
-  if (has("<|assistant|>") && has("<|end|>")) return *out = ChatTemplate{ChatFormat::Phi3, ""}, true;
+  if (detect_inst(src, &f)) return *out = builtin_template(f, ""), true;
+  if (has("<|assistant|>") && has("<|end|>")) return *out = builtin_template(ChatFormat::Phi3, ""), true;
   if (has("[gMASK]<sop>") || (has("<|assistant|>") && has("<|user|>"))) return false;  // chatglm4, exaone, falcon3, glmedge
   if (has("<|{{ item['role'] }}|>") && has("<|begin_of_image|>")) return false;        // glmedge
-  if (has("<|user|>") && has("<|endoftext|>")) return *out = ChatTemplate{ChatFormat::Zephyr, ""}, true;
+  if (has("<|user|>") && has("<|endoftext|>")) return *out = builtin_template(ChatFormat::Zephyr, ""), true;
   if (has("bos_token + message['role']")) return false;  // monarch
-  if (has("<start_of_turn>")) return *out = ChatTemplate{ChatFormat::Gemma, ""}, true;
+  if (has("<start_of_turn>")) return *out = builtin_template(ChatFormat::Gemma, ""), true;
   if (has("'\\n\\nAssistant: ' + eos_token") || has("GPT4 Correct ") || (has("USER: ") && has("ASSISTANT: ")) ||
       (has("### Instruction:") && has("<|EOT|>")) || (has("<|START_OF_TURN_TOKEN|>") && has("<|USER_TOKEN|>")))
     return false;  // orion, openchat, vicuna, deepseek, command-r
-  if (has("<|start_header_id|>") && has("<|end_header_id|>")) return *out = ChatTemplate{ChatFormat::Llama3, ""}, true;
+  if (has("<|start_header_id|>") && has("<|end_header_id|>")) return *out = builtin_template(ChatFormat::Llama3, ""), true;
   return false;
 }
 
@@ -184,7 +191,18 @@ void render_tagged(ChatFormat f, const std::vector<ChatMessage>& chat, bool gen,
 
 }  // namespace
 
+static std::string render_jinja_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages, bool gen) {
+  std::string text = render_jinja(t.file, t.source, JinjaContext{messages, gen, t.bos_token, t.eos_token});
+  if (t.strip_bos && !t.bos_token.empty() && text.compare(0, t.bos_token.size(), t.bos_token) == 0)
+    text.erase(0, t.bos_token.size());
+  const size_t n = t.eos_token.size();
+  if (t.strip_eos && n > 0 && text.size() >= n && text.compare(text.size() - n, n, t.eos_token) == 0)
+    text.resize(text.size() - n);
+  return text;
+}
+
 std::string render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages, bool gen) {
+  if (t.engine == ChatEngine::Jinja) return render_jinja_chat(t, messages, gen);
   std::ostringstream ss;
   switch (t.format) {
     case ChatFormat::ChatMl:
@@ -227,6 +245,24 @@ ChatTemplate select_chat_template(const std::string& source, const std::string& 
                 "the model has no chat template; name one with --chat-format (" + joined_names() + ")");
   require_input(detect_chat_template(text, &t), source, "tokenizer.chat_template",
                 "unrecognised chat template; name its format with --chat-format (" + joined_names() + ")");
+  return t;
+}
+
+bool chat_engine_from_name(const std::string& name, ChatEngine* out) {
+  if (name == "builtin") return *out = ChatEngine::Builtin, true;
+  if (name == "jinja") return *out = ChatEngine::Jinja, true;
+  return false;
+}
+
+ChatTemplate jinja_chat_template(const std::string& file, const std::string& text, const std::string& bos,
+                                 const std::string& eos, bool strip_bos, bool strip_eos) {
+  require_input(!text.empty(), file, "tokenizer.chat_template",
+                "the model has no chat template for --chat-template-engine jinja");
+  ChatTemplate t;
+  t.engine = ChatEngine::Jinja;
+  t.file = file, t.source = text, t.bos_token = bos, t.eos_token = eos, t.strip_bos = strip_bos;
+  t.strip_eos = strip_eos;
+  check_jinja(file, text);  // syntax errors and refused statements surface before rendering
   return t;
 }
 

@@ -33,11 +33,23 @@ struct ChatMessage {
   std::string content;
 };
 
+// How a template is rendered: by the per-format formatter (llama.cpp's built-in
+// templates) or by interpreting the template's own Jinja source (reference/tokenizer/jinja.h,
+// as Hugging Face and llama.cpp's --jinja do).
+enum class ChatEngine { Builtin, Jinja };
+
 struct ChatTemplate {
   ChatFormat format = ChatFormat::ChatMl;
   // ChatML templates that insert a system turn when the conversation has none
   // (SmolLM2, Qwen2): its text, taken from the template; else empty.
   std::string default_system;
+  // Jinja engine only: the model file (named in errors), the template source, the texts of
+  // the vocabulary's BOS/EOS tokens (bos_token/eos_token), and whether a leading bos_token
+  // / trailing eos_token is removed once from the rendering (when the tokenizer adds BOS /
+  // EOS itself: llama.cpp's common_chat_template_direct_apply_impl).
+  ChatEngine engine = ChatEngine::Builtin;
+  std::string file, source, bos_token, eos_token;
+  bool strip_bos = false, strip_eos = false;
 };
 
 // The format for a template's source, or false if no heuristic matches one we render.
@@ -50,7 +62,8 @@ std::string chat_format_name(ChatFormat format);
 std::vector<std::string> chat_format_names();
 
 // The prompt text for `messages`; with add_generation_prompt the opening of
-// the assistant's turn is appended. BOS is not written (the tokenizer adds it).
+// the assistant's turn is appended. BOS is not written (the tokenizer adds it); with the
+// Jinja engine, the template's output as written (less a leading BOS when strip_bos).
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt);
 
@@ -60,6 +73,14 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>
 // unknown name.
 ChatTemplate select_chat_template(const std::string& source, const std::string& template_text,
                                   const std::string& format_name);
+
+// "builtin" or "jinja" (--chat-template-engine); false if unknown.
+bool chat_engine_from_name(const std::string& name, ChatEngine* out);
+// The Jinja engine over the model's own template: InputError(file, "tokenizer.chat_template")
+// when the model has none; the template is parsed here, so syntax errors surface before rendering.
+ChatTemplate jinja_chat_template(const std::string& file, const std::string& template_text,
+                                 const std::string& bos_token, const std::string& eos_token, bool strip_bos,
+                                 bool strip_eos = false);
 
 // OpenAI-style [{"role": ..., "content": ...}, ...]; InputError(path, field) if malformed.
 std::vector<ChatMessage> parse_chat_messages(const std::string& json_text, const std::string& path);

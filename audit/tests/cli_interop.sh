@@ -11,6 +11,7 @@ REF="$G/llama2xs.gguf"
 BASE="$G/llama2xs-samples.kld"
 CORPUS="$SHARED/corpus/llama2xs-samples.txt"
 PRINTOUT="$G/llamacpp_kld_llama2xs-q4_0_vs_llama2xs-samples.kld.txt"
+SMOL_Q4_1="$MODELS/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 need_fixture "$REF"
 
 dump() {  # greedy run of 12 steps with both dumps
@@ -35,6 +36,21 @@ check_q4_0_against() {
   within "RMS dp %" "$(jq '100 * .statistics.delta_p_next.rms.mean' "$C")" "$(printed 'RMS Δp')" "$(printed_unc 'RMS Δp')"
   awk -v o="$(jq .statistics.perplexity.reference.mean "$C")" -v t="$(printed 'Mean PPL(base)')" \
     'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 5e-7) }' || fail "PPL(base) $(jq .statistics.perplexity.reference.mean "$C")"
+}
+# check_ggml_within NAME REF CAND [CTX]: certify --candidate-numerics ggml (certificate in $WORK/NAME) on $CORPUS;
+# mean KLD, PPL ratio, same top and RMS Δp within 2 of the standard errors of llama.cpp's printout $PRINTOUT
+check_ggml_within() {
+  run_capture "$ORACLE" certify --reference "$2" --candidate "$3" --corpus "$CORPUS" \
+    --protocol llamacpp --ctx "${4:-128}" --threads 2 --greedy-prompts 0 --candidate-numerics ggml --no-progress --no-png \
+    --out "$WORK/$1"
+  [ "$RC" -le 1 ] || fail "$1: exit $RC $(cat "$WORK/err")"
+  C="$WORK/$1/certificate.json"
+  jq -e '.candidate.numerics == "ggml"' "$C" >/dev/null || fail "$1: certificate does not state the profile"
+  within "$1 mean KLD" "$(jq .statistics.kld.mean "$C")" "$(printed 'Mean    KLD')" "$(printed_unc 'Mean    KLD')"
+  within "$1 PPL ratio" "$(jq .statistics.perplexity.ratio.mean "$C")" "$(printed 'Mean PPL(Q)/PPL(base)')" \
+    "$(printed_unc 'Mean PPL(Q)/PPL(base)')"
+  within "$1 same top %" "$(jq '100 * .statistics.same_top.mean' "$C")" "$(printed 'Same top p')" "$(printed_unc 'Same top p')"
+  within "$1 RMS dp %" "$(jq '100 * .statistics.delta_p_next.rms.mean' "$C")" "$(printed 'RMS Δp')" "$(printed_unc 'RMS Δp')"
 }
 within() {  # within NAME OURS THEIRS UNC: |ours - theirs| <= 2 * unc (two of llama.cpp's standard errors)
   awk -v o="$2" -v t="$3" -v u="$4" 'BEGIN { d = o - t; if (d < 0) d = -d; exit !(d <= 2 * u) }' ||
@@ -109,17 +125,7 @@ case $CASE in
     for q in q8_0 q4_0; do
       PRINTOUT="$G/llamacpp_kld_llama2xs-${q}_on_llama2xs-samples.txt"
       need_fixture "$PRINTOUT"
-      run_capture "$ORACLE" certify --reference "$REF" --candidate "$G/llama2xs-$q.gguf" --corpus "$CORPUS" \
-        --protocol llamacpp --ctx 128 --threads 2 --greedy-prompts 0 --candidate-numerics ggml --no-progress --no-png \
-        --out "$WORK/$q"
-      [ "$RC" -le 1 ] || fail "$q: exit $RC $(cat "$WORK/err")"
-      C="$WORK/$q/certificate.json"
-      jq -e '.candidate.numerics == "ggml"' "$C" >/dev/null || fail "$q: certificate does not state the profile"
-      within "$q mean KLD" "$(jq .statistics.kld.mean "$C")" "$(printed 'Mean    KLD')" "$(printed_unc 'Mean    KLD')"
-      within "$q PPL ratio" "$(jq .statistics.perplexity.ratio.mean "$C")" "$(printed 'Mean PPL(Q)/PPL(base)')" \
-        "$(printed_unc 'Mean PPL(Q)/PPL(base)')"
-      within "$q same top %" "$(jq '100 * .statistics.same_top.mean' "$C")" "$(printed 'Same top p')" "$(printed_unc 'Same top p')"
-      within "$q RMS dp %" "$(jq '100 * .statistics.delta_p_next.rms.mean' "$C")" "$(printed 'RMS Δp')" "$(printed_unc 'RMS Δp')"
+      check_ggml_within "$q" "$REF" "$G/llama2xs-$q.gguf"
     done
     # The canonical Q8_0 candidate (weights only) is far outside llama.cpp's figure: the profile is what closes it.
     PRINTOUT="$G/llamacpp_kld_llama2xs-q8_0_on_llama2xs-samples.txt"
@@ -210,6 +216,30 @@ case $CASE in
       c=$(jq .statistics.kld.mean "$WORK/$q-canonical/certificate.json") g=$(jq .statistics.kld.mean "$WORK/$q-ggml/certificate.json")
       awk -v c="$c" -v g="$g" 'BEGIN { exit !(g * 10 <= c) }' || fail "$q: ggml $g is not 10x below canonical $c"
       echo "ok: $q against llama.cpp's own logits: canonical $c, ggml $g"
+    done
+    ;;
+  smollm2_files)  # CTest fixture of smollm2_kld_ggml (label smollm2): the F32 export of ../shared's SmolLM2 Q4_1 and
+                  # its Q8_0 / Q4_K_M, written into $ORACLE_SMOLLM2_DIR (build tree); the bytes llama.cpp was run on
+    D=${ORACLE_SMOLLM2_DIR:?set ORACLE_SMOLLM2_DIR}
+    need_fixture "$SMOL_Q4_1"
+    mkdir -p "$D"
+    "$ORACLE" quantize "$SMOL_Q4_1" "$D/f32.gguf" --type F32 --allow-requantize --threads 2 >/dev/null || fail "F32 export"
+    for t in Q8_0 Q4_K_M; do
+      q=$(echo "$t" | tr A-Z a-z)
+      "$ORACLE" quantize "$D/f32.gguf" "$D/$q.gguf" --type "$t" --threads 2 >/dev/null || fail "quantize $t"
+      for f in f32 "$q"; do  # llama-perplexity's printout records the SHA-256 of the files it read
+        want=$(awk -v k="${f}_sha256" '$2 == k {print $3}' "$HERE/data/llamacpp_0c1e570_smollm2-${q}_kld_c128.txt")
+        [ "$(sha256sum "$D/$f.gguf" | cut -d' ' -f1)" = "$want" ] || fail "$f.gguf is not the file llama.cpp read"
+      done
+    done
+    ;;
+  smollm2_kld_ggml)  # SmolLM2 Q8_0 and Q4_K_M (made from the F32 export), ctx 128: the ggml profile within 2 of
+                     # llama.cpp's standard errors of its own run of the same files (committed printouts, data/)
+    D=${ORACLE_SMOLLM2_DIR:?set ORACLE_SMOLLM2_DIR}
+    for q in q8_0 q4_k_m; do
+      PRINTOUT="$HERE/data/llamacpp_0c1e570_smollm2-${q}_kld_c128.txt"
+      need_fixture "$D/$q.gguf"
+      check_ggml_within "smollm2-$q" "$D/f32.gguf" "$D/$q.gguf"
     done
     ;;
   replay_llamacpp)  # repeat_penalty 1.5 greedy run: PLAUSIBLE; the same tokens claimed without penalty: DIVERGED at

@@ -97,6 +97,28 @@ AdaptedRecord adapt_engine_record(const json& line, const std::string& where, co
 }
 
 // ---- chat --------------------------------------------------------------------------------------
+// The engines render the model's own template with Jinja (vLLM, SGLang and HF through
+// transformers' apply_chat_template; llama-server since use_jinja became its default, as at the
+// peer 0c1e570), so the replay does too (reference/tokenizer/jinja.h). A template the Jinja subset
+// cannot parse falls back to the built-in formatter llama.cpp's --no-jinja path uses, and the
+// record says so in prompt_from ("chat template chatml (builtin; ...)"), never silently.
+static ChatTemplate replay_chat_template(const Vocab& v, const std::string& where, std::string* format) {
+  auto text = [&](int id) { return id >= 0 && id < (int)v.tokens.size() ? v.tokens[(size_t)id] : std::string(); };
+  std::string refused;
+  try {
+    ChatTemplate t = jinja_chat_template(where, v.chat_template, text(v.bos_id), text(v.eos_id), v.add_bos, v.add_eos);
+    if (format) *format = "jinja";
+    return t;
+  } catch (const InputError& e) {
+    refused = e.what();
+  }
+  ChatTemplate t;
+  require_input(detect_chat_template(v.chat_template, &t), where, "tokenizer.chat_template",
+                "neither the Jinja subset (" + refused + ") nor a built-in formatter renders it; log the prompt ids");
+  if (format) *format = chat_format_name(t.format) + " (builtin; the Jinja subset refused the template)";
+  return t;
+}
+
 std::vector<int> render_chat_prompt(const json& req, const Tokenizer& tok, const std::string& where, std::string* format) {
   const json* m = member(req, "messages");
   require_input(m && m->is_array() && !m->empty(), where, "request.messages", "expected a non-empty array of messages");
@@ -114,12 +136,9 @@ std::vector<int> render_chat_prompt(const json& req, const Tokenizer& tok, const
   const json* gen = member(req, "add_generation_prompt");
   require_input(!gen || gen->is_boolean(), where, "request.add_generation_prompt", "expected a boolean");
   const Vocab& v = tok.vocab();
-  ChatTemplate t;
   require_input(!v.chat_template.empty(), where, "tokenizer.chat_template",
                 "the model has no chat template, so the prompt the engine rendered is unknown (log its prompt ids)");
-  require_input(detect_chat_template(v.chat_template, &t), where, "tokenizer.chat_template",
-                "not a template the reference renders (reference/tokenizer/chat_template.h); log the prompt ids");
-  if (format) *format = chat_format_name(t.format);
+  const ChatTemplate t = replay_chat_template(v, where, format);
   const std::string text = render_chat(t, messages, !gen || gen->get<bool>());
   return tok.encode(text, EncodeOptions{v.add_bos, false, true});  // the engines' add_special + parse_special
 }

@@ -63,9 +63,9 @@ case "$CASE" in
       n=$((n + 1))
     done < <(jq '.records[] | select(.mode == "llamacpp-chat") | .line' "$WORK/r.json")
     [ "$n" -ge 2 ] || fail "only $n chat records with usage"
-    jq -e '[.records[] | select(.mode == "llamacpp-chat") | .prompt_from == "chat template chatml"] | all' "$WORK/r.json" >/dev/null ||
+    jq -e '[.records[] | select(.mode == "llamacpp-chat") | .prompt_from == "chat template jinja"] | all' "$WORK/r.json" >/dev/null ||
       fail "prompt_from"
-    grep -q "prompt: chat template chatml, ids \[1," "$WORK/out" || fail "ids not in the table: $(cat "$WORK/out")"
+    grep -q "prompt: chat template jinja, ids \[1," "$WORK/out" || fail "ids not in the table: $(cat "$WORK/out")"
     ;;
   plant_logprob) planted logprob smollm2; planted logprob llama2xs ;;
   plant_token) planted token smollm2 ;;  # llama2xs: no logged top-5 list ends 4 x its 3-nat bound below the pick

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,8 @@
 #include "base/errors.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/kv_cache.h"
+#include "reference/model/gguf.h"
+#include "reference/tokenizer/chat_template.h"
 #include "fixture.h"
 
 using namespace oracle;
@@ -429,4 +433,48 @@ TEST_CASE("vLLM off-only request fields: accepted while off, refused naming the 
       CHECK(e.field() == "request.use_beam_search");
     }
   }
+}
+
+// A chat request is rendered as the engines render it: the model's own template through Jinja.
+// Expected: jinja2 3.1.6's rendering of each of the 15 templates (chat_jinja_expected.json, written
+// by reference/tests/data/gen_chat_jinja.py, never by us), tokenized by SmolLM2's tokenizer with
+// the template's bos_token text removed once, as the generator does. On 9 of the 15 templates
+// the built-in formatter renders some of these conversations differently (e.g. Phi-3-mini drops
+// the system turn), so a replay through it would call an honest engine DIVERGED.
+TEST_CASE("replay renders chat requests with the model's template through Jinja", "[replay][chat]") {
+  std::ifstream in(std::string(ORACLE_CHAT_DATA_DIR) + "/chat_jinja_expected.json", std::ios::binary);
+  REQUIRE(in.good());
+  const json d = json::parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  const Vocab base = load_gguf_vocab(fixture("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"));
+  int checked = 0, builtin_differs = 0;
+  for (const json& t : d.at("templates")) {
+    Vocab v = base;
+    v.chat_template = t.at("template").get<std::string>();
+    v.tokens[(size_t)v.bos_id] = "<s>";  // the generator's bos_token / eos_token texts
+    v.tokens[(size_t)v.eos_id] = "</s>";
+    v.add_bos = true;  // so the template's leading bos_token text is removed once, as the generator does
+    v.add_eos = false;
+    const Tokenizer tok(v);
+    for (const json& r : t.at("renders")) {
+      if (!r.contains("expected")) continue;  // jinja2 refused this conversation
+      json req = {{"messages", d.at("conversations").at(r.at("conversation").get<size_t>())},
+                  {"add_generation_prompt", r.at("add_generation_prompt")}};
+      std::string format;
+      const std::vector<int> ours = render_chat_prompt(req, tok, "log.jsonl:1", &format);
+      const std::vector<int> want = tok.encode(r.at("expected").get<std::string>(), EncodeOptions{true, false, true});
+      INFO(t.at("name").get<std::string>() << ", conversation " << r.at("conversation"));
+      CHECK(format == "jinja");
+      CHECK(ours == want);
+      checked++;
+      ChatTemplate b;
+      if (detect_chat_template(v.chat_template, &b)) {
+        std::vector<ChatMessage> m;
+        for (const json& e : req.at("messages")) m.push_back({e.at("role"), e.at("content")});
+        if (render_chat(b, m, r.at("add_generation_prompt").get<bool>()) != r.at("expected").get<std::string>())
+          builtin_differs++;
+      }
+    }
+  }
+  CHECK(checked > 1500);
+  CHECK(builtin_differs > 0);  // the reason this test exists
 }

@@ -208,6 +208,27 @@ TEST_CASE("the last round drafts only room - 1 tokens", "[speculative]") {
   CHECK(r.metrics.accepted == 8);
 }
 
+// Up to the context's end: the room is the context left (not max_tokens), so no round drafts past
+// seq_len and the output is plain decoding's, to the last position (finish "length").
+TEST_CASE("speculative decoding stops drafting at the context's end", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  // A prompt 11 positions short of seq_len (plain decoding's own tokens, BOS-free), so the
+  // context binds long before max_tokens.
+  const std::vector<int> text = plain_generate(m, prompt_ids(), 300, cfg, false);
+  std::vector<int> prompt = prompt_ids();
+  for (size_t i = 0; (int)prompt.size() < m.config.seq_len - 11; i++)
+    if (text[i % text.size()] != 1) prompt.push_back(text[i % text.size()]);
+  ModelDrafter self(m, cfg, cache(false));
+  SpecOptions o = spec_options(6, cfg, false, 1 << 20);
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, self, prompt, o);
+  const std::vector<int> plain = plain_generate(m, prompt, 1 << 20, cfg, false);
+  REQUIRE(plain.size() == 11);
+  CHECK(r.output_ids == plain);
+  CHECK(r.finish_reason == "length");
+}
+
 // The greedy target distribution is one-hot at argmax_lowest of the processed logits, also when
 // that is the first candidate (index 0 of the alive list) and when it ties.
 TEST_CASE("greedy ProcessedDistribution is one-hot at the lowest-id maximum", "[speculative]") {
@@ -343,6 +364,8 @@ TEST_CASE("n-gram drafter proposes the continuation of the latest earlier match"
   REQUIRE(a.q[10 + 5] == 1.0f);
   REQUIRE(d.propose(std::vector<int>{1, 2, 3}, 3, {}).tokens.empty());  // no earlier match
   REQUIRE(d.propose(std::vector<int>{4, 1, 2, 4}, 5, {}).tokens == std::vector<int>{1, 2, 4});  // unigram fallback
+  REQUIRE(d.propose(std::vector<int>{7}, 3, {}).tokens.empty());      // one token: no n-gram, no earlier match
+  REQUIRE(d.propose(std::vector<int>{7, 7}, 3, {}).tokens == std::vector<int>{7});
 }
 
 TEST_CASE("bad speculative options raise InputError naming the field", "[speculative]") {

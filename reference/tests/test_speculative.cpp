@@ -175,6 +175,74 @@ TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculativ
   CHECK(r.metrics.drafted == want);
 }
 
+// Without adaptive_k, k is fixed: the always-wrong drafter drafts min(k, room - 1) every round
+// (k never shrinks), so the count is Σ min(6, 30 - r - 1) over the rounds (30 tokens, one per round).
+TEST_CASE("without adaptive k every round drafts k (or room - 1)", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  AlwaysWrongDrafter wrong(m.config.vocab_size);
+  SpecOptions o = spec_options(6, cfg, false, 30);
+  o.adaptive_k = false;
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
+  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 30, cfg, false));
+  REQUIRE(r.metrics.rounds == 30);
+  long want = 0;
+  for (long round = 0; round < r.metrics.rounds; round++) want += std::min(6L, 30 - round - 1);
+  CHECK(r.metrics.drafted == want);
+}
+
+// The last round drafts room - 1 tokens (the target adds one more): drafting with the target
+// itself (every draft accepted), k = 6 and 10 tokens: 6 drafted + 1 in round one (7 out), then
+// room 3, so 2 drafted + 1; 8 drafted in all, never more than the room.
+TEST_CASE("the last round drafts only room - 1 tokens", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  ModelDrafter self(m, cfg, cache(false));
+  SpecOptions o = spec_options(6, cfg, false, 10);
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, self, prompt_ids(), o);
+  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 10, cfg, false));
+  CHECK(r.metrics.rounds == 2);
+  CHECK(r.metrics.drafted == 8);
+  CHECK(r.metrics.accepted == 8);
+}
+
+// Up to the context's end: the room is the context left (not max_tokens), so no round drafts past
+// seq_len and the output is plain decoding's, to the last position (finish "length").
+TEST_CASE("speculative decoding stops drafting at the context's end", "[speculative]") {
+  const SamplerConfig cfg = greedy_config();
+  const Model& m = pair().stories;
+  // A prompt 11 positions short of seq_len (plain decoding's own tokens, BOS-free), so the
+  // context binds long before max_tokens.
+  const std::vector<int> text = plain_generate(m, prompt_ids(), 300, cfg, false);
+  std::vector<int> prompt = prompt_ids();
+  for (size_t i = 0; (int)prompt.size() < m.config.seq_len - 11; i++)
+    if (text[i % text.size()] != 1) prompt.push_back(text[i % text.size()]);
+  ModelDrafter self(m, cfg, cache(false));
+  SpecOptions o = spec_options(6, cfg, false, 1 << 20);
+  o.k_max = 6;
+  const SpecResult r = generate_speculative(m, self, prompt, o);
+  const std::vector<int> plain = plain_generate(m, prompt, 1 << 20, cfg, false);
+  REQUIRE(plain.size() == 11);
+  CHECK(r.output_ids == plain);
+  CHECK(r.finish_reason == "length");
+}
+
+// The greedy target distribution is one-hot at argmax_lowest of the processed logits, also when
+// that is the first candidate (index 0 of the alive list) and when it ties.
+TEST_CASE("greedy ProcessedDistribution is one-hot at the lowest-id maximum", "[speculative]") {
+  const ProcessedDistribution dist(greedy_config());
+  const std::vector<int> history;
+  const std::vector<std::vector<float>> cases = {{5, 1, 2}, {1, 5, 2}, {1, 2, 5}, {3, 3, 1}, {1, 4, 4}};
+  const std::vector<int> want = {0, 1, 2, 0, 1};
+  for (size_t i = 0; i < cases.size(); i++) {
+    const std::vector<float> out = dist(cases[i], history);
+    REQUIRE(out.size() == 3);
+    for (int id = 0; id < 3; id++) CHECK(out[(size_t)id] == (id == want[i] ? 1.0f : 0.0f));
+  }
+}
+
 // A stale draft cache would only lower acceptance (the output stays exact), so
 // the drafter's rollback is checked directly: after rounds on other histories
 // its drafts and q rows equal a fresh drafter's, bit for bit.
@@ -296,6 +364,8 @@ TEST_CASE("n-gram drafter proposes the continuation of the latest earlier match"
   REQUIRE(a.q[10 + 5] == 1.0f);
   REQUIRE(d.propose(std::vector<int>{1, 2, 3}, 3, {}).tokens.empty());  // no earlier match
   REQUIRE(d.propose(std::vector<int>{4, 1, 2, 4}, 5, {}).tokens == std::vector<int>{1, 2, 4});  // unigram fallback
+  REQUIRE(d.propose(std::vector<int>{7}, 3, {}).tokens.empty());      // one token: no n-gram, no earlier match
+  REQUIRE(d.propose(std::vector<int>{7, 7}, 3, {}).tokens == std::vector<int>{7});
 }
 
 TEST_CASE("bad speculative options raise InputError naming the field", "[speculative]") {

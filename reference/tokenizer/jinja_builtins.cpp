@@ -39,9 +39,11 @@ Value arg(const Args& a, size_t k, const char* key, Value dflt) {
 void check_args(const Args& a, size_t max_pos, std::initializer_list<const char*> keys, const std::string& what,
                 Where w) {
   if (a.pos.size() > max_pos) fail(w.file, w.line, what + ": too many arguments");
-  for (const auto& [name, v] : a.kw)
+  for (const auto& kv : a.kw) {
+    const std::string& name = kv.first;  // not a structured binding: clang 14 cannot capture one
     if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return name == k; }) == keys.end())
       fail(w.file, w.line, what + ": unexpected keyword argument '" + name + "'");
+  }
 }
 
 std::string need_str(const Value& v, const std::string& what, Where w) {

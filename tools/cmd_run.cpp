@@ -112,8 +112,7 @@ static ResolvedPrompt resolve_prompt(const LoadedModel& lm, RunOptions& o) {
   if (engine == ChatEngine::Jinja) {  // the GGUF's own template, interpreted (reference/tokenizer/jinja.h)
     require_input(o.chat_format.empty(), o.chat_format, "--chat-format",
                   "names a built-in formatter; --chat-template-engine jinja renders the model's own template");
-    auto text = [&](int id) { return id >= 0 && id < (int)v.tokens.size() ? v.tokens[id] : std::string(); };
-    const ChatTemplate t = jinja_chat_template(lm.model.path, v.chat_template, text(v.bos_id), text(v.eos_id), v.add_bos, v.add_eos);
+    const ChatTemplate t = vocab_jinja_template(lm.model.path, v);
     return {render_chat(t, messages, true), "jinja"};
   }
   const ChatTemplate t = select_chat_template(lm.model.path, v.chat_template, o.chat_format);

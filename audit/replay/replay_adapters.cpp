@@ -103,10 +103,9 @@ AdaptedRecord adapt_engine_record(const json& line, const std::string& where, co
 // cannot parse falls back to the built-in formatter llama.cpp's --no-jinja path uses, and the
 // record says so in prompt_from ("chat template chatml (builtin; ...)"), never silently.
 static ChatTemplate replay_chat_template(const Vocab& v, const std::string& where, std::string* format) {
-  auto text = [&](int id) { return id >= 0 && id < (int)v.tokens.size() ? v.tokens[(size_t)id] : std::string(); };
   std::string refused;
   try {
-    ChatTemplate t = jinja_chat_template(where, v.chat_template, text(v.bos_id), text(v.eos_id), v.add_bos, v.add_eos);
+    ChatTemplate t = vocab_jinja_template(where, v);
     if (format) *format = "jinja";
     return t;
   } catch (const InputError& e) {

@@ -266,6 +266,11 @@ ChatTemplate jinja_chat_template(const std::string& file, const std::string& tex
   return t;
 }
 
+ChatTemplate vocab_jinja_template(const std::string& file, const Vocab& v) {
+  auto text = [&](int id) { return id >= 0 && id < (int)v.tokens.size() ? v.tokens[(size_t)id] : std::string(); };
+  return jinja_chat_template(file, v.chat_template, text(v.bos_id), text(v.eos_id), v.add_bos, v.add_eos);
+}
+
 std::vector<ChatMessage> parse_chat_messages(const std::string& json_text, const std::string& path) {
   nlohmann::json j;
   try {

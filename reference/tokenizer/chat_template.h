@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "reference/model/model.h"
+
 namespace oracle {
 
 enum class ChatFormat {
@@ -81,6 +83,11 @@ bool chat_engine_from_name(const std::string& name, ChatEngine* out);
 ChatTemplate jinja_chat_template(const std::string& file, const std::string& template_text,
                                  const std::string& bos_token, const std::string& eos_token, bool strip_bos,
                                  bool strip_eos = false);
+
+// The Jinja engine over a vocabulary's own template, as the engines call it: bos_token /
+// eos_token are the texts of its BOS / EOS tokens, stripped once when the tokenizer adds them
+// (add_bos / add_eos). The one place `run` and replay build it.
+ChatTemplate vocab_jinja_template(const std::string& file, const Vocab& v);
 
 // OpenAI-style [{"role": ..., "content": ...}, ...]; InputError(path, field) if malformed.
 std::vector<ChatMessage> parse_chat_messages(const std::string& json_text, const std::string& path);

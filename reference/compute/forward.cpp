@@ -495,7 +495,9 @@ uint64_t activation_bytes(const Config& c, const SliceLayout& s, int ranks, std:
 
 void admit_activations(const Config& c, const SliceLayout& s, int ranks, std::span<const int> positions,
                        uint64_t logit_rows, const MemoryAvailable& available) {
-  admit_allocation(activation_bytes(c, s, ranks, positions, logit_rows), available, "forward", "tokens",
+  const uint64_t bytes = activation_bytes(c, s, ranks, positions, logit_rows);
+  if (bytes <= available.bytes) return;  // every forward call: the message is built only on refusal
+  admit_allocation(bytes, available, "forward", "tokens",
                    "the activations of " + std::to_string(positions.size()) + " tokens",
                    "use a shorter prompt or --prefill-chunk");
 }

@@ -19,6 +19,8 @@
 //       of the rows per thread, each thread its own copy of x, and one parallel
 //       region for all the repetitions (a barrier between them): what the
 //       oracle's pool does per matmul. Prefill: omp static.
+//   PROBE_SPAN=0 : decode without the tile-start prefetch of the 32-element and
+//       F32 types (their default mirrors isa_simd.h).
 //   PROBE_UNPACK=old : the bit unpacking isa_simd.h had before issue 30's
 //       k-quant work (Q5_0: pshufb/cmpeq high bits; Q4_K / Q6_K: scalar scales,
 //       16-byte nibble work), to compare; default: the current one.
@@ -244,9 +246,14 @@ static int g_prefetch;  // $PROBE_PREFETCH: bytes ahead in each row (0: none), a
 // and are applied chunk by chunk across the rows (4 independent chains, same order per
 // output: isa_simd.h tile_prefill<V, D, 4, 1>), each block prefetched one tile (4 rows)
 // ahead unless $PROBE_PREFETCH says otherwise; PROBE_UNPACK=old feeds them straight.
+// Other types: every cache line of the tile's 4 rows is prefetched at the tile's start
+// (isa_simd.h row_block's prefetch_span); PROBE_SPAN=0 leaves that out, to price it.
+static int g_span = 1;
 INL void tile_decode(int type, const uint8_t* w, int64_t rb, const float* x, int k, float* out) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   const int E = kElems[type], B = kBytes[type];
+  if (E != 256 && g_span)
+    for (int64_t o = 0; o < 4 * rb; o += 64) _mm_prefetch((const char*)w + o, _MM_HINT_T0);
   float buf[4][256] __attribute__((aligned(64)));
   for (int blk = 0; blk < k / E; blk++) {
     const float* xb = x + blk * E;
@@ -399,6 +406,7 @@ int main(int argc, char** argv) {
   const int k = argc > 4 ? atoi(argv[4]) : 576, reps = argc > 5 ? atoi(argv[5]) : prefill ? 200 : 20;
   const int T = prefill ? 8 : 1;
   if (getenv("PROBE_PREFETCH")) g_prefetch = atoi(getenv("PROBE_PREFETCH"));
+  if (getenv("PROBE_SPAN")) g_span = atoi(getenv("PROBE_SPAN"));
   g_old = getenv("PROBE_UNPACK") && !strcmp(getenv("PROBE_UNPACK"), "old");
   const long chunk = getenv("PROBE_CHUNK") ? atol(getenv("PROBE_CHUNK")) : 0;
   if (rows % 4 || k % kElems[type] || chunk % 4) { fprintf(stderr, "ROWS and PROBE_CHUNK must be multiples of 4, K of the block\n"); return 2; }

@@ -301,7 +301,7 @@ Command setup_certify(CLI::App& app) {
       ->each([args](const std::string&) { args->protocol_given = true; });
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
-  sub->add_option("--threads", args->options.threads, "Threads (each chunk's forward passes and per-token statistics)")->capture_default_str()
+  sub->add_option("--threads", args->options.threads, "Threads (at 2 or more the two models run at the same time, each on its share; changes no bit)")->capture_default_str()
       ->check(int_in<int>(1, 1024));
   sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)")
       ->check(int_in<int>(0));

@@ -82,16 +82,17 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   return k;
 }
 
-// Rows [row0, row0 + rows) of a chunk's scored rows (counted from first_scored), lr and
-// lc (rows, v) each: row i writes slot row0 + i only, the rows split over the pool, so
-// the thread count changes no bit.
-void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, const float* lr, const float* lc,
+// Rows [row0, row0 + rows) of a chunk's scored rows (counted from first_scored): lr_row(i)
+// and lc + i * v the two models' logits (v) of row row0 + i. Row i writes slot row0 + i
+// only, the rows split over the pool, so the thread count changes no bit.
+template <class LrRow>
+void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, LrRow lr_row, const float* lc,
                    int row0, int rows, int v, ThreadPool& pool) {
   pool.parallel_for(rows, [&](int begin, int end) {
     for (int i = begin; i < end; i++) {
       const int k = row0 + i, j = c.first_scored + k;
       if (k >= (int)out.size()) continue;  // the last position predicts nothing
-      out[k] = compare_logits(&lr[(size_t)i * v], &lc[(size_t)i * v], v, c.tokens[j + 1]);
+      out[k] = compare_logits(lr_row(i), &lc[(size_t)i * v], v, c.tokens[j + 1]);
       out[k].chunk = index;
       out[k].pos = j;
     }
@@ -110,7 +111,8 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
   std::vector<TokenRecord> out(std::max(0, n - 1 - first));  // (scored) predictions at positions first .. n-2
   if (o.candidate_forward) {  // --backend: every position's logits (n, v)
     const std::vector<float> lc = o.candidate_forward(cand, c.tokens, true);
-    compare_block(out, c, index, lr.data(), &lc[(size_t)first * v], 0, n - first, v, pool);
+    compare_block(out, c, index, [&](int i) { return &lr[(size_t)i * v]; }, &lc[(size_t)first * v], 0, n - first, v,
+                  pool);
     return out;
   }
   KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
@@ -120,7 +122,8 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
   fo.numerics = o.candidate_numerics;
   fo.pool = &pool;
   fo.logits_sink = [&](int row0, std::span<const float> lc) {
-    compare_block(out, c, index, &lr[(size_t)row0 * v], lc.data(), row0, (int)(lc.size() / v), v, pool);
+    compare_block(out, c, index, [&](int i) { return &lr[(size_t)(row0 + i) * v]; }, lc.data(), row0,
+                  (int)(lc.size() / v), v, pool);
   };
   forward(cand, kv, 0, c.tokens, fo);
   return out;
@@ -130,29 +133,35 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
 // Overlapped passes (threads >= 2): the reference on one group of threads, the
 // candidate on the other, no hand-off between them per op
 // ============================================================================
-// Threads of each group: the reference (F32 export, the larger pass) gets the odd one.
-int reference_threads(int threads) { return (threads + 1) / 2; }
+// Threads of each group: the candidate, which also computes the statistics, gets the odd one.
+int reference_threads(int threads) { return threads / 2; }
 
-// The reference's scored rows of one chunk, handed to the candidate's thread row by
-// row: one buffer of (rows, v); the reference writes rows [k, k + nb) of its s-th
-// chunk once the candidate has compared those rows of chunk s - 1, the candidate
-// reads them once written. Counters count rows over the whole run (s * rows + k);
-// both only grow. cancel() wakes both sides when the other failed.
+// Rows of reference logits handed over at a time (6 MiB at a vocabulary of 49 152): half a
+// llamacpp chunk at ctx 128. A whole chunk (12 MiB) would let the reference run further
+// ahead, but the candidate's pass (its head and the statistics) is the longer one, and the
+// 6 MiB more leave certify's peak RSS 2 MB under its bound (docs/performance.md).
+constexpr int kHandoffRows = 32;
+
+// The reference's scored rows, handed to the candidate's thread through a ring of
+// `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
+// reference writes a block of rows once the candidate has compared the rows that held
+// those slots before, the candidate reads a block once written. Both counters only
+// grow. cancel() wakes both sides when the other failed.
 class RowHandoff {
  public:
   struct Cancelled {};  // the other side failed: not an error of its own
-  RowHandoff(int rows, int v) : rows_(rows), v_((size_t)v), buf_((size_t)rows * v) {}
-  void put(long s, int k, std::span<const float> block) {  // block: (nb, v)
+  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v) {}
+  void put(long g, std::span<const float> block) {  // rows [g, g + nb): (nb, v), nb <= slots
     const long nb = (long)(block.size() / v_);
-    wait([&] { return consumed_ >= (s - 1) * rows_ + k + nb; });
-    std::memcpy(&buf_[(size_t)k * v_], block.data(), block.size() * sizeof(float));
-    advance(written_, s * rows_ + k + nb);
+    wait([&] { return consumed_ >= g + nb - slots_; });
+    for (long i = 0; i < nb; i++) std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+    advance(written_, g + nb);
   }
-  const float* get(long s, int k, int nb) {  // rows [k, k + nb) of chunk s: (nb, v)
-    wait([&] { return written_ >= s * rows_ + k + nb; });
-    return &buf_[(size_t)k * v_];
+  void get(long g, int nb) {  // waits until rows [g, g + nb) are written
+    wait([&] { return written_ >= g + nb; });
   }
-  void release(long s, int k, int nb) { advance(consumed_, s * rows_ + k + nb); }
+  const float* row(long g) { return &buf_[(size_t)(g % slots_) * v_]; }  // (v)
+  void release(long g, int nb) { advance(consumed_, g + nb); }
   void cancel() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
@@ -160,6 +169,7 @@ class RowHandoff {
   }
 
  private:
+  float* row_mut(long g) { return &buf_[(size_t)(g % slots_) * v_]; }
   template <class Ready>
   void wait(Ready ready) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -171,9 +181,9 @@ class RowHandoff {
     counter = to;
     cv_.notify_all();
   }
-  const long rows_;
+  const long slots_;
   const size_t v_;
-  std::vector<float> buf_;  // (rows, v)
+  std::vector<float> buf_;  // (slots, v)
   std::mutex mu_;
   std::condition_variable cv_;
   long written_ = 0, consumed_ = 0;
@@ -201,8 +211,8 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
                              std::vector<std::vector<TokenRecord>>& out) {
   if (mine.empty()) return;
   const int first = chunks[mine[0]].first_scored, n = (int)chunks[mine[0]].tokens.size();
-  const int v = ref.config.vocab_size;
-  RowHandoff hand(n - first, v);
+  const int v = ref.config.vocab_size, rows_per_chunk = n - first;
+  RowHandoff hand(std::min(rows_per_chunk, kHandoffRows), v);
   FirstError err;
   ThreadPool ref_pool(reference_threads(o.threads)), cand_pool(o.threads - reference_threads(o.threads));
   std::thread reference([&] {
@@ -214,7 +224,7 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
         fo.all_logits = true;
         fo.first_logit = first;
         fo.pool = &ref_pool;
-        fo.logits_sink = [&](int row0, std::span<const float> lr) { hand.put(s, row0, lr); };
+        fo.logits_sink = [&](int row0, std::span<const float> lr) { hand.put(s * rows_per_chunk + row0, lr); };
         forward(ref, kv, 0, chunks[mine[s]].tokens, fo);
       }
     } catch (const RowHandoff::Cancelled&) {
@@ -237,9 +247,10 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
       fo.pool = &cand_pool;
       fo.logits_sink = [&](int row0, std::span<const float> lc) {
         const int rows = (int)(lc.size() / v);
-        const float* lr = hand.get(s, row0, rows);
-        compare_block(recs, c, mine[s], lr, lc.data(), row0, rows, v, cand_pool);
-        hand.release(s, row0, rows);
+        const long g = s * rows_per_chunk + row0;
+        hand.get(g, rows);
+        compare_block(recs, c, mine[s], [&](int i) { return hand.row(g + i); }, lc.data(), row0, rows, v, cand_pool);
+        hand.release(g, rows);
       };
       forward(cand, kv, 0, c.tokens, fo);
       if (o.progress) o.progress((int)s + 1, total);

@@ -261,6 +261,9 @@ PY
         diff -r "$WORK/${d}1" "$WORK/$d$t" >/dev/null || fail "$d: --threads $t differs from --threads 1: $(diff -rq "$WORK/${d}1" "$WORK/$d$t")"
       done
     done
+    # the candidate's pass fails on its first chunk while the reference's runs: exit 2, no hang
+    expect_input_error "forward" "numerics" -- timeout 120 "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" \
+      --max-chunks 3 --greedy-prompts 2 --threads 2 --candidate-numerics ggml --candidate-kv-int8 --no-png --out "$WORK/e"
     ;;
   certify_tokenizer)  # a llama2.c reference (no embedded vocabulary) with --tokenizer
     B="$MODELS/stories260K/stories260K.bin"; need_fixture "$B"

@@ -8,7 +8,6 @@
 #include <exception>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "base/errors.h"
 #include "base/file_io.h"
@@ -142,6 +141,14 @@ int reference_threads(int threads) { return threads / 2; }
 // 6 MiB more leave certify's peak RSS 2 MB under its bound (docs/performance.md).
 constexpr int kHandoffRows = 32;
 
+// a() and b() at the same time on two threads; rethrows a's error first (the one-thread
+// order). The pool reports a thread the system refuses as an InputError.
+template <class A, class B>
+void run_pair(A a, B b) {
+  ThreadPool two(2);
+  two.parallel_for(2, [&](int begin, int) { begin == 0 ? a() : b(); });
+}
+
 // The reference's scored rows, handed to the candidate's thread through a ring of
 // `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
 // reference writes a block of rows once the candidate has compared the rows that held
@@ -215,7 +222,7 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
   RowHandoff hand(std::min(rows_per_chunk, kHandoffRows), v);
   FirstError err;
   ThreadPool ref_pool(reference_threads(o.threads)), cand_pool(o.threads - reference_threads(o.threads));
-  std::thread reference([&] {
+  auto reference = [&] {
     long s = 0;
     try {
       for (; s < (long)mine.size(); s++) {
@@ -232,35 +239,37 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
       err.record(2 * s, std::current_exception());
       hand.cancel();
     }
-  });
-  long s = 0;
-  try {
-    for (; s < (long)mine.size(); s++) {
-      const CertifyChunk& c = chunks[mine[s]];
-      std::vector<TokenRecord>& recs = out[mine[s]];
-      recs.assign(std::max(0, n - 1 - first), TokenRecord{});  // (scored) predictions at positions first .. n-2
-      KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
-      ForwardOptions fo;
-      fo.all_logits = true;
-      fo.first_logit = first;
-      fo.numerics = o.candidate_numerics;
-      fo.pool = &cand_pool;
-      fo.logits_sink = [&](int row0, std::span<const float> lc) {
-        const int rows = (int)(lc.size() / v);
-        const long g = s * rows_per_chunk + row0;
-        hand.get(g, rows);
-        compare_block(recs, c, mine[s], [&](int i) { return hand.row(g + i); }, lc.data(), row0, rows, v, cand_pool);
-        hand.release(g, rows);
-      };
-      forward(cand, kv, 0, c.tokens, fo);
-      if (o.progress) o.progress((int)s + 1, total);
+  };
+  auto candidate = [&] {
+    long s = 0;
+    try {
+      for (; s < (long)mine.size(); s++) {
+        const CertifyChunk& c = chunks[mine[s]];
+        std::vector<TokenRecord>& recs = out[mine[s]];
+        recs.assign(std::max(0, n - 1 - first), TokenRecord{});  // (scored) predictions at positions first .. n-2
+        KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
+        ForwardOptions fo;
+        fo.all_logits = true;
+        fo.first_logit = first;
+        fo.numerics = o.candidate_numerics;
+        fo.pool = &cand_pool;
+        fo.logits_sink = [&](int row0, std::span<const float> lc) {
+          const int rows = (int)(lc.size() / v);
+          const long g = s * rows_per_chunk + row0;
+          hand.get(g, rows);
+          compare_block(recs, c, mine[s], [&](int i) { return hand.row(g + i); }, lc.data(), row0, rows, v, cand_pool);
+          hand.release(g, rows);
+        };
+        forward(cand, kv, 0, c.tokens, fo);
+        if (o.progress) o.progress((int)s + 1, total);
+      }
+    } catch (const RowHandoff::Cancelled&) {
+    } catch (...) {
+      err.record(2 * s + 1, std::current_exception());
+      hand.cancel();
     }
-  } catch (const RowHandoff::Cancelled&) {
-  } catch (...) {
-    err.record(2 * s + 1, std::current_exception());
-    hand.cancel();
-  }
-  reference.join();
+  };
+  run_pair(reference, candidate);
   if (err.error) std::rethrow_exception(err.error);
 }
 
@@ -348,27 +357,6 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
       if (o.progress) o.progress(++done, total);
     }
   });
-}
-
-// a() on a new thread while b() runs here; rethrows a's error first (the one-thread order).
-template <class A, class B>
-void run_pair(A a, B b) {
-  std::exception_ptr ea, eb;
-  std::thread t([&] {
-    try {
-      a();
-    } catch (...) {
-      ea = std::current_exception();
-    }
-  });
-  try {
-    b();
-  } catch (...) {
-    eb = std::current_exception();
-  }
-  t.join();
-  if (ea) std::rethrow_exception(ea);
-  if (eb) std::rethrow_exception(eb);
 }
 
 // First divergence of each of `prompts`, in groups of at most 8 (the KV cache of 8

@@ -136,9 +136,9 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
 int reference_threads(int threads) { return threads / 2; }
 
 // Rows of reference logits handed over at a time (6 MiB at a vocabulary of 49 152): half a
-// llamacpp chunk at ctx 128. A whole chunk (12 MiB) would let the reference run further
-// ahead, but the candidate's pass (its head and the statistics) is the longer one, and the
-// 6 MiB more leave certify's peak RSS 2 MB under its bound (docs/performance.md).
+// llamacpp chunk at ctx 128. A whole chunk (12 MiB) lets the reference run further ahead,
+// measured no faster, and put certify's whole-corpus peak RSS 1.8 MB under its bound
+// (docs/performance.md, "certify's two passes overlapped").
 constexpr int kHandoffRows = 32;
 
 // a() and b() at the same time on two threads; rethrows a's error first (the one-thread

@@ -19,6 +19,7 @@
 #include "base/escape.h"
 #include "base/utf8.h"
 #include "base/sha256.h"
+#include "base/thread_pool.h"
 #include "tools/certify_kld_cli.h"
 #include "base/file_io.h"
 #include "tools/commands.h"
@@ -258,13 +259,23 @@ static int run_certify(CertifyOptions& a) {
   ra.tokenizer = a.tokenizer;
   ra.context = a.options.ctx;
   ra.allow_context_extension = a.allow_context_extension;
-  Model ref = ctx_named([&] {  // --tokenizer, or the model's own; the loaded Tokenizer is freed here
-    LoadedModel lm = load_model_and_tokenizer(ra);
-    Model m = std::move(lm.model);
-    m.vocab = lm.tokenizer.vocab();
-    return m;
-  });
-  Model cand = ctx_named([&] { return load_model(a.candidate, lo); });
+  Model ref, cand;
+  auto load_reference = [&] {
+    ref = ctx_named([&] {  // --tokenizer, or the model's own; the loaded Tokenizer is freed here
+      LoadedModel lm = load_model_and_tokenizer(ra);
+      Model m = std::move(lm.model);
+      m.vocab = lm.tokenizer.vocab();
+      return m;
+    });
+  };
+  auto load_candidate = [&] { cand = ctx_named([&] { return load_model(a.candidate, lo); }); };
+  if (a.options.threads >= 2) {  // both files hashed and checked at once; the reference's error first
+    ThreadPool two(2);
+    two.parallel_for(2, [&](int begin, int) { begin == 0 ? load_reference() : load_candidate(); });
+  } else {
+    load_reference();
+    load_candidate();
+  }
   std::string corpus = read_corpus(a.corpus);
   CertifyItems items = certify_items(ref, cand, corpus, a.options, [&run](int i) { return run.mine((size_t)i); });
   progress.finish();
@@ -301,7 +312,7 @@ Command setup_certify(CLI::App& app) {
       ->each([args](const std::string&) { args->protocol_given = true; });
   sub->add_option("--thresholds", args->thresholds, "JSON overriding the default thresholds");
   sub->add_option("--out", args->out, "Output directory for the certificate")->capture_default_str();
-  sub->add_option("--threads", args->options.threads, "Threads (each chunk's forward passes and per-token statistics)")->capture_default_str()
+  sub->add_option("--threads", args->options.threads, "Threads (at 2 or more the two models run at the same time, each on its share; changes no bit)")->capture_default_str()
       ->check(int_in<int>(1, 1024));
   sub->add_option("--max-chunks", args->options.max_chunks, "Score at most this many chunks (0: all)")
       ->check(int_in<int>(0));

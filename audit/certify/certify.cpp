@@ -3,6 +3,9 @@
 #include "audit/certify/certify.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -78,32 +81,37 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   return k;
 }
 
-// One chunk: the reference's logits of the scored rows [first_scored, n) (its
-// activations and KV cache freed on return), then the candidate's pass, whose
-// logits arrive in blocks of 8 rows (ForwardOptions::logits_sink) and are compared
-// as they come — only the reference's rows and one candidate block are live.
-// The rows of a block are split over the pool; row j writes slot j only, so the
-// thread count changes no bit.
+// Rows [row0, row0 + rows) of a chunk's scored rows (counted from first_scored): lr_row(i)
+// and lc + i * v the two models' logits (v) of row row0 + i. Row i writes slot row0 + i
+// only, the rows split over the pool, so the thread count changes no bit.
+template <class LrRow>
+void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, LrRow lr_row, const float* lc,
+                   int row0, int rows, int v, ThreadPool& pool) {
+  pool.parallel_for(rows, [&](int begin, int end) {
+    for (int i = begin; i < end; i++) {
+      const int k = row0 + i, j = c.first_scored + k;
+      if (k >= (int)out.size()) continue;  // the last position predicts nothing
+      out[k] = compare_logits(lr_row(i), &lc[(size_t)i * v], v, c.tokens[j + 1]);
+      out[k].chunk = index;
+      out[k].pos = j;
+    }
+  });
+}
+
+// One chunk on one pool (--threads 1, --backend): the reference's logits of the scored
+// rows [first_scored, n) (its activations and KV cache freed on return), then the
+// candidate's pass, whose logits arrive in blocks of 8 rows (ForwardOptions::logits_sink)
+// and are compared as they come — only the reference's rows and one candidate block live.
 std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const CertifyChunk& c, int index,
                                      const CertifyOptions& o, ThreadPool& pool) {
   const int first = c.first_scored, n = (int)c.tokens.size(), v = ref.config.vocab_size;
   const std::vector<float> lr =  // (n - first, v)
       certify_chunk_logits(ref, c.tokens, false, num::NumericsProfile::Canonical, first, &pool);
   std::vector<TokenRecord> out(std::max(0, n - 1 - first));  // (scored) predictions at positions first .. n-2
-  auto compare_rows = [&](int row0, const float* lc, int rows) {  // lc: (rows, v), row0 counted from first
-    pool.parallel_for(rows, [&](int begin, int end) {
-      for (int i = begin; i < end; i++) {
-        const int k = row0 + i, j = first + k;
-        if (k >= (int)out.size()) continue;  // the last position predicts nothing
-        out[k] = compare_logits(&lr[(size_t)k * v], &lc[(size_t)i * v], v, c.tokens[j + 1]);
-        out[k].chunk = index;
-        out[k].pos = j;
-      }
-    });
-  };
   if (o.candidate_forward) {  // --backend: every position's logits (n, v)
     const std::vector<float> lc = o.candidate_forward(cand, c.tokens, true);
-    compare_rows(0, &lc[(size_t)first * v], n - first);
+    compare_block(out, c, index, [&](int i) { return &lr[(size_t)i * v]; }, &lc[(size_t)first * v], 0, n - first, v,
+                  pool);
     return out;
   }
   KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
@@ -112,9 +120,157 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
   fo.first_logit = first;
   fo.numerics = o.candidate_numerics;
   fo.pool = &pool;
-  fo.logits_sink = [&](int row0, std::span<const float> lc) { compare_rows(row0, lc.data(), (int)(lc.size() / v)); };
+  fo.logits_sink = [&](int row0, std::span<const float> lc) {
+    compare_block(out, c, index, [&](int i) { return &lr[(size_t)(row0 + i) * v]; }, lc.data(), row0,
+                  (int)(lc.size() / v), v, pool);
+  };
   forward(cand, kv, 0, c.tokens, fo);
   return out;
+}
+
+// ============================================================================
+// Overlapped passes (threads >= 2): the reference on one group of threads, the
+// candidate on the other, no hand-off between them per op
+// ============================================================================
+// Threads of each group: the candidate, which also computes the statistics, gets the odd one.
+int reference_threads(int threads) { return threads / 2; }
+
+// Rows of reference logits handed over at a time (6 MiB at a vocabulary of 49 152): half a
+// llamacpp chunk at ctx 128. A whole chunk (12 MiB) lets the reference run further ahead,
+// measured no faster, and put certify's whole-corpus peak RSS 1.8 MB under its bound
+// (docs/performance.md, "certify's two passes overlapped").
+constexpr int kHandoffRows = 32;
+
+// a() and b() at the same time on two threads; rethrows a's error first (the one-thread
+// order). The pool reports a thread the system refuses as an InputError.
+template <class A, class B>
+void run_pair(A a, B b) {
+  ThreadPool two(2);
+  two.parallel_for(2, [&](int begin, int) { begin == 0 ? a() : b(); });
+}
+
+// The reference's scored rows, handed to the candidate's thread through a ring of
+// `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
+// reference writes a block of rows once the candidate has compared the rows that held
+// those slots before, the candidate reads a block once written. Both counters only
+// grow. cancel() wakes both sides when the other failed.
+class RowHandoff {
+ public:
+  struct Cancelled {};  // the other side failed: not an error of its own
+  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v) {}
+  void put(long g, std::span<const float> block) {  // rows [g, g + nb): (nb, v), nb <= slots
+    const long nb = (long)(block.size() / v_);
+    wait([&] { return consumed_ >= g + nb - slots_; });
+    for (long i = 0; i < nb; i++) std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+    advance(written_, g + nb);
+  }
+  void get(long g, int nb) {  // waits until rows [g, g + nb) are written
+    wait([&] { return written_ >= g + nb; });
+  }
+  const float* row(long g) { return &buf_[(size_t)(g % slots_) * v_]; }  // (v)
+  void release(long g, int nb) { advance(consumed_, g + nb); }
+  void cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  float* row_mut(long g) { return &buf_[(size_t)(g % slots_) * v_]; }
+  template <class Ready>
+  void wait(Ready ready) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return cancelled_ || ready(); });
+    if (!ready()) throw Cancelled{};
+  }
+  void advance(long& counter, long to) {
+    std::lock_guard<std::mutex> lock(mu_);
+    counter = to;
+    cv_.notify_all();
+  }
+  const long slots_;
+  const size_t v_;
+  std::vector<float> buf_;  // (slots, v)
+  std::mutex mu_;
+  std::condition_variable cv_;
+  long written_ = 0, consumed_ = 0;
+  bool cancelled_ = false;
+};
+
+// The first error in the one-thread order (reference of chunk s = 2s, candidate = 2s + 1).
+struct FirstError {
+  std::mutex mu;
+  long order = -1;
+  std::exception_ptr error;
+  void record(long at, std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (order < 0 || at < order) order = at, error = e;
+  }
+};
+
+// Every chunk of `mine` (indices into chunks, in order; all of one length): the
+// reference's pass of chunk s runs on its own thread while the candidate's pass of
+// chunk s - 1 (or s) runs here, each split over its own pool; the statistics of a
+// block run on the candidate's pool as its logits arrive. Each record is computed
+// by the same functions on the same rows as score_chunk: no bit depends on it.
+void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vector<CertifyChunk>& chunks,
+                             const std::vector<int>& mine, const CertifyOptions& o, int total,
+                             std::vector<std::vector<TokenRecord>>& out) {
+  if (mine.empty()) return;
+  const int first = chunks[mine[0]].first_scored, n = (int)chunks[mine[0]].tokens.size();
+  const int v = ref.config.vocab_size, rows_per_chunk = n - first;
+  RowHandoff hand(std::min(rows_per_chunk, kHandoffRows), v);
+  FirstError err;
+  ThreadPool ref_pool(reference_threads(o.threads)), cand_pool(o.threads - reference_threads(o.threads));
+  auto reference = [&] {
+    long s = 0;
+    try {
+      for (; s < (long)mine.size(); s++) {
+        KvCache kv(ref.config, kv_options(n, false));
+        ForwardOptions fo;
+        fo.all_logits = true;
+        fo.first_logit = first;
+        fo.pool = &ref_pool;
+        fo.logits_sink = [&](int row0, std::span<const float> lr) { hand.put(s * rows_per_chunk + row0, lr); };
+        forward(ref, kv, 0, chunks[mine[s]].tokens, fo);
+      }
+    } catch (const RowHandoff::Cancelled&) {
+    } catch (...) {
+      err.record(2 * s, std::current_exception());
+      hand.cancel();
+    }
+  };
+  auto candidate = [&] {
+    long s = 0;
+    try {
+      for (; s < (long)mine.size(); s++) {
+        const CertifyChunk& c = chunks[mine[s]];
+        std::vector<TokenRecord>& recs = out[mine[s]];
+        recs.assign(std::max(0, n - 1 - first), TokenRecord{});  // (scored) predictions at positions first .. n-2
+        KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
+        ForwardOptions fo;
+        fo.all_logits = true;
+        fo.first_logit = first;
+        fo.numerics = o.candidate_numerics;
+        fo.pool = &cand_pool;
+        fo.logits_sink = [&](int row0, std::span<const float> lc) {
+          const int rows = (int)(lc.size() / v);
+          const long g = s * rows_per_chunk + row0;
+          hand.get(g, rows);
+          compare_block(recs, c, mine[s], [&](int i) { return hand.row(g + i); }, lc.data(), row0, rows, v, cand_pool);
+          hand.release(g, rows);
+        };
+        forward(cand, kv, 0, c.tokens, fo);
+        if (o.progress) o.progress((int)s + 1, total);
+      }
+    } catch (const RowHandoff::Cancelled&) {
+    } catch (...) {
+      err.record(2 * s + 1, std::current_exception());
+      hand.cancel();
+    }
+  };
+  run_pair(reference, candidate);
+  if (err.error) std::rethrow_exception(err.error);
 }
 
 // ============================================================================
@@ -204,25 +360,38 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
 }
 
 // First divergence of each of `prompts`, in groups of at most 8 (the KV cache of 8
-// prompts at a time): the reference's continuations of a group in one batch, then
-// the candidate's (only one model's activations live at a time); the candidate's
-// own forward pass (--backend) runs prompt by prompt.
+// prompts at a time): the reference's continuations of a group in one batch and the
+// candidate's — one after the other on one pool at --threads 1, at the same time on
+// the two groups of threads at 2 and more; the candidate's own forward pass
+// (--backend) runs prompt by prompt after the reference's.
 std::vector<int> first_divergences(const Model& ref, const Model& cand, const std::vector<std::vector<int>>& prompts,
                                    const CertifyOptions& o, int progress_base, int total) {
   const int n = (int)prompts.size(), group = 8;
   std::vector<int> out(n, 0);  // (prompts)
-  ThreadPool pool(std::max(1, o.threads));
+  if (n == 0) return out;
+  const bool overlap = o.threads >= 2 && !o.candidate_forward;
+  ThreadPool ref_pool(overlap ? reference_threads(o.threads) : std::max(1, o.threads));
+  ThreadPool cand_pool(overlap ? o.threads - reference_threads(o.threads) : 1);
   for (int g0 = 0; g0 < n; g0 += group) {
     const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + std::min(n, g0 + group));
     const int m = (int)batch.size();
-    const std::vector<std::vector<int>> a =
-        greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
-    std::vector<std::vector<int>> b(m);  // (batch, steps)
-    if (o.candidate_forward)
+    std::vector<std::vector<int>> a, b(m);  // (batch, steps) each
+    auto reference = [&] {
+      a = greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, ref_pool);
+    };
+    auto candidate = [&](ThreadPool& pool) {
+      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
+    };
+    if (overlap) {
+      run_pair(reference, [&] { candidate(cand_pool); });
+    } else if (o.candidate_forward) {
+      reference();
       for_each_parallel(m, o.threads, CertifyOptions{}, 0, 0,
                         [&](int i) { b[i] = greedy_continuation_with(o, cand, batch[i], o.greedy_steps); });
-    else
-      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
+    } else {
+      reference();
+      candidate(ref_pool);
+    }
     for (int i = 0; i < m; i++) {
       out[g0 + i] = first_divergence(a[i], b[i], o.greedy_steps);
       if (o.progress) o.progress(progress_base + g0 + i + 1, total);
@@ -316,7 +485,9 @@ CertifyItems certify_items(const Model& ref, const Model& cand, const std::strin
   for (int i = 0; i < n_chunks + n_prompts; i++)
     if (!mine || mine(i)) (i < n_chunks ? my_chunks : my_prompts).push_back(i);
   const int total = (int)(my_chunks.size() + my_prompts.size());
-  {
+  if (o.threads >= 2 && !o.candidate_forward) {
+    score_chunks_overlapped(ref, cand, chunks, my_chunks, o, total, it.chunks);
+  } else {
     ThreadPool pool(std::max(1, o.threads));  // one chunk at a time, its rows and heads split over the pool
     int done = 0;
     for (int i : my_chunks) {

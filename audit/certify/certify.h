@@ -11,10 +11,11 @@
 //   "llamacpp" llama-perplexity --kl-divergence: tokenize with BOS, chunks of
 //              n tokens, first token of each chunk replaced by BOS, score the
 //              predictions made at positions [n/2, n-1).
-// Chunks run one at a time, each forward pass (reference, then candidate: only
-// one model's activations live at a time) and the per-row statistics split over
-// the threads; records are stored per chunk and summarized in corpus order, so
-// any thread count gives the same bits.
+// At one thread the chunks run one at a time, the reference's pass then the
+// candidate's; at two or more the two models run at the same time on two groups of
+// threads (the reference's scored rows handed over 32 rows at a time), each pass and
+// the per-row statistics split over its group. Records are stored per chunk and
+// summarized in corpus order, so any thread count gives the same bits.
 // ============================================================================
 #include <functional>
 #include <string>
@@ -37,7 +38,8 @@ Protocol parse_protocol(const std::string& name);  // InputError("--protocol", "
 struct CertifyOptions {
   Protocol protocol = Protocol::Full;
   int ctx = 128;                  // tokens per chunk (<= both models' seq_len)
-  int threads = 1;                // each forward pass and the per-token statistics split over them
+  int threads = 1;                // 1: one pass after the other; >= 2: the two models at once, threads/2 on the
+                                  // reference, the rest on the candidate and the statistics (no bit changes)
   int max_chunks = 0;             // 0 = every complete chunk
   bool candidate_kv_int8 = false; // candidate stores K/V as I8_ROW (quantize-dequantize)
   // The candidate's operation orders (--candidate-numerics; the reference is always

@@ -243,6 +243,28 @@ PY
     "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --max-chunks 3 --greedy-prompts 2 --out "$WORK/j" --json --no-png >"$WORK/out"
     [ "$(jqr .verdict)" = PASS ] && jq -e '.files | length == 7' "$WORK/out" >/dev/null || fail "--json: $(head -c 300 "$WORK/out")"
     ;;
+  certify_threads)  # --threads 1, 2 and 3 (one pool; the two models' passes overlapped on two groups of
+    # threads) write byte-identical certificates: every file, with int8 KV and a reference cache too
+    R="$MODELS/gguf/llama2xs.gguf"; C="$MODELS/gguf/llama2xs-q4_0.gguf"; T="$SHARED/corpus/llama2xs-samples.txt"
+    need_fixture "$C"
+    for t in 1 2 3; do
+      "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --protocol llamacpp --max-chunks 3 \
+        --greedy-prompts 3 --greedy-steps 8 --threads $t --no-png --out "$WORK/l$t" -q >/dev/null ||
+        fail "llamacpp --threads $t: exit $?"
+      "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --max-chunks 2 --candidate-kv-int8 \
+        --greedy-prompts 2 --greedy-steps 8 --threads $t --no-png --out "$WORK/f$t" -q >/dev/null ||
+        fail "full --candidate-kv-int8 --threads $t: exit $?"
+    done
+    for d in l f; do
+      [ "$(ls "$WORK/${d}1" | wc -l)" -ge 6 ] || fail "$d: too few files: $(ls "$WORK/${d}1")"
+      for t in 2 3; do
+        diff -r "$WORK/${d}1" "$WORK/$d$t" >/dev/null || fail "$d: --threads $t differs from --threads 1: $(diff -rq "$WORK/${d}1" "$WORK/$d$t")"
+      done
+    done
+    # the candidate's pass fails on its first chunk while the reference's runs: exit 2, no hang
+    expect_input_error "forward" "numerics" -- timeout 120 "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" \
+      --max-chunks 3 --greedy-prompts 2 --threads 2 --candidate-numerics ggml --candidate-kv-int8 --no-png --out "$WORK/e"
+    ;;
   certify_tokenizer)  # a llama2.c reference (no embedded vocabulary) with --tokenizer
     B="$MODELS/stories260K/stories260K.bin"; need_fixture "$B"
     cp "$B" "$WORK/ref.bin"  # no tok512.bin beside the copy: needs --tokenizer

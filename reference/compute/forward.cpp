@@ -213,10 +213,10 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
 }
 
 // The j-th row of the attention task order: rows from both ends in turn
-// (0, n-1, 1, n-2, ...). A prefill row's cost grows with its position, so in
-// this order every contiguous range of tasks the pool hands a thread holds about
-// its share of the keys (in row order the last thread got ~3/4 of them at two
-// threads). Which thread computes a row changes none of its bits.
+// (0, n-1, 1, n-2, ...). A prefill row's cost grows with its position; the
+// threads claim rows in this order, so neither is left alone with the longest
+// rows at the end (with fixed ranges in row order the last of 2 threads got ~3/4
+// of the keys). Which thread computes a row changes none of its bits.
 int zigzag_row(int j, int n) { return j % 2 == 0 ? j / 2 : n - 1 - j / 2; }
 
 // One task per (row, query head of this rank), split over the pool. Local
@@ -227,7 +227,7 @@ void attend(const Ctx& cx, RunState& st) {
   int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
   int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
   std::vector<float>& att = slice_out(cx, st.att_local, st.att);  // (n, q_dim)
-  cx.pool->parallel_for(st.n * heads, [&](int begin, int end) {
+  auto tasks = [&](int begin, int end) {
     std::vector<float> o_chunk(c.head_dim);  // (head_dim)
     for (int task = begin; task < end; task++) {
       int r = zigzag_row(task / heads, st.n), h = task % heads, n_pos = cx.rows[r].pos + 1;
@@ -237,7 +237,9 @@ void attend(const Ctx& cx, RunState& st) {
       ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
                      c.head_dim, o_chunk.data(), ggml(cx));
     }
-  });
+  };
+  if (st.n > 1) cx.pool->parallel_chunks(st.n * heads, heads, tasks);  // one row's heads per chunk
+  else cx.pool->parallel_for(heads, tasks);  // decode: one fixed range of heads per thread
 }
 
 void attention_block(const Ctx& cx, int l, RunState& st) {

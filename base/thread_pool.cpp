@@ -1,6 +1,7 @@
 // ThreadPool: see thread_pool.h.
 #include "base/thread_pool.h"
 
+#include <algorithm>
 #include <system_error>
 
 #include "base/errors.h"
@@ -113,6 +114,21 @@ void ThreadPool::parallel_for(int n, const std::function<void(int begin, int end
   }
   for (auto& e : errors_)
     if (e) std::rethrow_exception(e);
+}
+
+void ThreadPool::parallel_chunks(int n, int chunk, const std::function<void(int begin, int end)>& fn) {
+  if (n <= 0) return;
+  if (chunk < 1) chunk = 1;
+  const int n_chunks = (int)(((long)n + chunk - 1) / chunk);
+  if (n_threads_ == 1 || n_chunks == 1) {
+    fn(0, n);
+    return;
+  }
+  std::atomic<int> next{0};  // the next unclaimed chunk (this call's own counter)
+  parallel_for(n_threads_, [&](int, int) {
+    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+      fn(c * chunk, (int)std::min<long>(n, ((long)c + 1) * chunk));
+  });
 }
 
 }  // namespace oracle

@@ -29,6 +29,12 @@ class ThreadPool {
   // [n*t/T, n*(t+1)/T). Returns when all ranges are done; rethrows the first
   // exception (lowest thread index) a range threw.
   void parallel_for(int n, const std::function<void(int begin, int end)>& fn);
+  // Calls fn(begin, end) once for each chunk [i, min(i + chunk, n)), i = 0, chunk,
+  // 2 * chunk, ...; the threads claim chunks in turn as they finish them, so a
+  // thread that is slower or descheduled holds up no other. Which thread runs a
+  // chunk varies from call to call: only for outputs that depend on their index
+  // alone (prefill matmul rows, attention rows). Exceptions as parallel_for.
+  void parallel_chunks(int n, int chunk, const std::function<void(int begin, int end)>& fn);
 
  private:
   void worker(int index);

@@ -212,6 +212,13 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
   }
 }
 
+// The j-th row of the attention task order: rows from both ends in turn
+// (0, n-1, 1, n-2, ...). A prefill row's cost grows with its position; the
+// threads claim rows in this order, so neither is left alone with the longest
+// rows at the end (with fixed ranges in row order the last of 2 threads got ~3/4
+// of the keys). Which thread computes a row changes none of its bits.
+int zigzag_row(int j, int n) { return j % 2 == 0 ? j / 2 : n - 1 - j / 2; }
+
 // One task per (row, query head of this rank), split over the pool. Local
 // head h is query head q0 + h, reading kv head (q0 + h) / group of the cache
 // (which holds this rank's kv heads from kv_heads.begin).
@@ -220,17 +227,19 @@ void attend(const Ctx& cx, RunState& st) {
   int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
   int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
   std::vector<float>& att = slice_out(cx, st.att_local, st.att);  // (n, q_dim)
-  cx.pool->parallel_for(st.n * heads, [&](int begin, int end) {
+  auto tasks = [&](int begin, int end) {
     std::vector<float> o_chunk(c.head_dim);  // (head_dim)
     for (int task = begin; task < end; task++) {
-      int r = task / heads, h = task % heads, n_pos = cx.rows[r].pos + 1;
+      int r = zigzag_row(task / heads, st.n), h = task % heads, n_pos = cx.rows[r].pos + 1;
       const float* const* p = &st.kv_ptr[st.kv_at[r]];
       ops::KvRows rows{p, p + n_pos, ((q0 + h) / group - kv0) * c.head_dim};
       float* out = &att[(size_t)r * q_dim + (size_t)h * c.head_dim];
       ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
                      c.head_dim, o_chunk.data(), ggml(cx));
     }
-  });
+  };
+  if (st.n > 1) cx.pool->parallel_chunks(st.n * heads, heads, tasks);  // one row's heads per chunk
+  else cx.pool->parallel_for(heads, tasks);  // decode: one fixed range of heads per thread
 }
 
 void attention_block(const Ctx& cx, int l, RunState& st) {
@@ -282,7 +291,10 @@ void ffn_block(const Ctx& cx, int l, RunState& st) {
   emit(cx, "blk.%d.ffn_gate", l, st.gate, hid.size());  // (traced with one rank only)
   emit(cx, "blk.%d.ffn_up", l, st.up, hid.size());
   std::vector<float>& act = slice_out(cx, st.gate, st.act);  // in place with several ranks
-  ops::swiglu(act.data(), st.gate.data(), st.up.data(), st.n * hid.size());
+  const size_t h = hid.size();  // elementwise: rows split over the pool, each element as in one call
+  cx.pool->parallel_for(st.n, [&](int r0, int r1) {
+    ops::swiglu(&act[r0 * h], &st.gate[r0 * h], &st.up[r0 * h], (r1 - r0) * (int)h);
+  });
   gather_cols(cx, &SliceLayout::hidden_rows, act, st.n, c.hidden_dim, st.act);
   emit(cx, "blk.%d.ffn_act", l, st.act, c.hidden_dim);
   std::vector<float>& proj = slice_out(cx, st.proj_local, st.proj);

@@ -85,8 +85,11 @@ void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, 
       matmul_rows(k, job.out, x, job.w, T, K, job.n_out, r0, r1);
     }
   };
-  if (pool) pool->parallel_for(first_group.back(), run);
-  else run(0, first_group.back());
+  if (!pool) return run(0, first_group.back());
+  // Prefill: 32-row chunks claimed in turn (a late or descheduled thread holds up
+  // no other); decode: one fixed range per thread.
+  if (T > 1) pool->parallel_chunks(first_group.back(), 8, run);
+  else pool->parallel_for(first_group.back(), run);
 }
 
 void matmul(float* out, const float* x, const WeightMatrix& w, int T, int K, int N,

@@ -192,6 +192,12 @@ void check_chunk_invariance(const Model& m, int n_tokens) {
   INFO("2 threads");
   CHECK(first_bit_mismatch(run_fresh(m, toks, n_tokens, {}, 2), one_pass) == "");
   CHECK(first_bit_mismatch(run_fresh(m, toks, 5, {}, 2), one_pass) == "");
+  // The pool's splits (matmul rows, attention's zigzag row order, SwiGLU rows) at
+  // 3 and 4 threads and odd call sizes (chunks of 7 and 9, a 69-row tail ...).
+  INFO("3 and 4 threads");
+  CHECK(first_bit_mismatch(run_fresh(m, toks, n_tokens, {}, 3), one_pass) == "");
+  CHECK(first_bit_mismatch(run_fresh(m, toks, 7, {}, 3), one_pass) == "");
+  CHECK(first_bit_mismatch(run_fresh(m, toks, 9, {}, 4), one_pass) == "");
 }
 
 }  // namespace

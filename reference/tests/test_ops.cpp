@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -273,6 +274,36 @@ TEST_CASE("ThreadPool covers [0, n) exactly once with fixed ranges", "[threads]"
       for (int i = 0; i < n; i++) REQUIRE(hits[i] == 1);
     }
   }
+}
+
+TEST_CASE("ThreadPool::parallel_chunks covers [0, n) exactly once in whole chunks", "[threads]") {
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (int n : {0, 1, 7, 8, 9, 100, 1001}) {
+      for (int chunk : {1, 3, 8, 2000}) {
+        std::vector<int> hits(n, 0);
+        std::vector<std::pair<int, int>> ranges;  // (begin, end) of every call
+        std::mutex m;
+        pool.parallel_chunks(n, chunk, [&](int b, int e) {
+          for (int i = b; i < e; i++) hits[i]++;
+          std::lock_guard<std::mutex> lock(m);
+          ranges.push_back({b, e});
+        });
+        INFO("threads " << threads << " n " << n << " chunk " << chunk);
+        for (int i = 0; i < n; i++) REQUIRE(hits[i] == 1);
+        const bool one_call = threads == 1 || n <= chunk;  // run inline as one range
+        for (auto [b, e] : ranges) {
+          if (one_call) REQUIRE((b == 0 && e == n));
+          else REQUIRE((b % chunk == 0 && e == std::min(n, b + chunk)));
+        }
+      }
+    }
+  }
+  ThreadPool pool(2);  // an exception from a chunk reaches the caller
+  CHECK_THROWS_AS(pool.parallel_chunks(64, 4, [](int b, int) {
+                    if (b == 60) throw std::runtime_error("boom");
+                  }),
+                  std::runtime_error);
 }
 
 TEST_CASE("ThreadPool rethrows a worker's exception", "[threads]") {

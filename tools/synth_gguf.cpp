@@ -24,10 +24,13 @@ void add_meta(GgufWriter& w, const SynthMeta& m) {
 }
 
 // ---- tensors ---------------------------------------------------------------------------
-// rope_freqs (ggml requires F32) and biases stay F32; everything else takes --dtype.
+// One-dimensional tensors (norm vectors, biases, rope_freqs) stay F32; everything else takes
+// --dtype. That is llama.cpp's converter's rule (conversion/base.py: "n_dims <= 1 or
+// *_norm.weight" -> F32; "Most of the codebase that takes in 1D tensors or norms only handles
+// F32"). ggml's CPU backend aborted on the llama3-8b preset's F16 norms (binary_op: unsupported
+// types: dst: f32, src0: f32, src1: f16).
 DType tensor_type(const SyntheticTensor& t, DType dtype) {
-  const bool bias = t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0;
-  return bias || t.name == "rope_freqs.weight" ? DType::F32 : dtype;
+  return t.shape.size() <= 1 ? DType::F32 : dtype;
 }
 
 // Generates and writes the tensor 2^20 elements at a time.

@@ -37,6 +37,22 @@ case $CASE in
     "$ORACLE" synth --preset tiny -o "$WORK/f.gguf" >/dev/null
     [ "$(stat -c %s "$WORK/h.gguf")" -lt "$(stat -c %s "$WORK/f.gguf")" ] || fail "f16 file not smaller"
     "$ORACLE" run --model "$WORK/h.gguf" --max-tokens 4 >/dev/null
+    # llama.cpp's converter rule (conversion/base.py): 1-D tensors (norms, biases, rope_freqs)
+    # stay F32 (ggml type 0), every matrix takes --dtype (F16, type 1); ggml's CPU backend aborted
+    # on llama3-8b's F16 norms. The GGUF is read by quantize_digests.py's reader, not the oracle.
+    for preset in tiny llama31-tiny qwen2-tiny; do
+      "$ORACLE" synth --preset $preset --dtype f16 -o "$WORK/h1.gguf" >/dev/null
+      python3 - "$WORK/h1.gguf" "$(dirname "$0")/../../scripts" <<'PY' || fail "$preset: tensor types"
+import sys
+sys.path.insert(0, sys.argv[2])
+from quantize_digests import read_gguf
+_, tensors, _ = read_gguf(sys.argv[1])
+bad = [(n, d, t) for n, d, t, *_ in tensors if t != (0 if len(d) <= 1 else 1)]
+ones = sum(1 for _, d, *_ in tensors if len(d) <= 1)
+print(f"{len(tensors)} tensors, {ones} one-dimensional; wrong types: {bad}")
+sys.exit(1 if bad or ones == 0 else 0)
+PY
+    done
     ;;
   layers)  # --layers N: the preset's shape with fewer blocks (the GPU benchmark's llama3-8b slice)
     "$ORACLE" synth --preset tiny --layers 1 -o "$WORK/one.gguf" --json >"$WORK/one.json"

@@ -98,6 +98,17 @@ void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int ind
   });
 }
 
+// The candidate's pass over a chunk: every scored row's logits (from `first`), in the
+// candidate's numerics, split over `pool`; the caller sets the logits_sink.
+ForwardOptions candidate_pass_options(const CertifyOptions& o, int first, ThreadPool& pool) {
+  ForwardOptions fo;
+  fo.all_logits = true;
+  fo.first_logit = first;
+  fo.numerics = o.candidate_numerics;
+  fo.pool = &pool;
+  return fo;
+}
+
 // One chunk on one pool (--threads 1, --backend): the reference's logits of the scored
 // rows [first_scored, n) (its activations and KV cache freed on return), then the
 // candidate's pass, whose logits arrive in blocks of 8 rows (ForwardOptions::logits_sink)
@@ -115,11 +126,7 @@ std::vector<TokenRecord> score_chunk(const Model& ref, const Model& cand, const 
     return out;
   }
   KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
-  ForwardOptions fo;
-  fo.all_logits = true;
-  fo.first_logit = first;
-  fo.numerics = o.candidate_numerics;
-  fo.pool = &pool;
+  ForwardOptions fo = candidate_pass_options(o, first, pool);
   fo.logits_sink = [&](int row0, std::span<const float> lc) {
     compare_block(out, c, index, [&](int i) { return &lr[(size_t)(row0 + i) * v]; }, lc.data(), row0,
                   (int)(lc.size() / v), v, pool);
@@ -248,11 +255,7 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
         std::vector<TokenRecord>& recs = out[mine[s]];
         recs.assign(std::max(0, n - 1 - first), TokenRecord{});  // (scored) predictions at positions first .. n-2
         KvCache kv(cand.config, kv_options(n, o.candidate_kv_int8));
-        ForwardOptions fo;
-        fo.all_logits = true;
-        fo.first_logit = first;
-        fo.numerics = o.candidate_numerics;
-        fo.pool = &cand_pool;
+        ForwardOptions fo = candidate_pass_options(o, first, cand_pool);
         fo.logits_sink = [&](int row0, std::span<const float> lc) {
           const int rows = (int)(lc.size() / v);
           const long g = s * rows_per_chunk + row0;

@@ -160,16 +160,23 @@ struct AlwaysWrongDrafter : Drafter {
   std::string name() const override { return "always-wrong"; }
 };
 
-TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculative]") {
+// 30 greedy tokens with k = 6 and the always-wrong drafter: the output is still plain
+// generation's, and nothing is accepted.
+static SpecResult always_wrong_run(bool adaptive_k) {
   const SamplerConfig cfg = greedy_config();
   const Model& m = pair().stories;
   AlwaysWrongDrafter wrong(m.config.vocab_size);
   SpecOptions o = spec_options(6, cfg, false, 30);
-  o.adaptive_k = true;
+  o.adaptive_k = adaptive_k;
   o.k_max = 6;
-  const SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
+  SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
   REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 30, cfg, false));
   REQUIRE(r.metrics.accepted == 0);
+  return r;
+}
+
+TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculative]") {
+  const SpecResult r = always_wrong_run(true);
   long want = 0;  // k = 6, 5, 4, 3, 2, then 1; round r (r tokens out) drafts at most 30 - r - 1
   for (long round = 0; round < r.metrics.rounds; round++) want += std::min(std::max(6 - round, 1L), 30 - round - 1);
   CHECK(r.metrics.drafted == want);
@@ -178,14 +185,7 @@ TEST_CASE("adaptive k shrinks by one per rejected round down to 1", "[speculativ
 // Without adaptive_k, k is fixed: the always-wrong drafter drafts min(k, room - 1) every round
 // (k never shrinks), so the count is Σ min(6, 30 - r - 1) over the rounds (30 tokens, one per round).
 TEST_CASE("without adaptive k every round drafts k (or room - 1)", "[speculative]") {
-  const SamplerConfig cfg = greedy_config();
-  const Model& m = pair().stories;
-  AlwaysWrongDrafter wrong(m.config.vocab_size);
-  SpecOptions o = spec_options(6, cfg, false, 30);
-  o.adaptive_k = false;
-  o.k_max = 6;
-  const SpecResult r = generate_speculative(m, wrong, prompt_ids(), o);
-  REQUIRE(r.output_ids == plain_generate(m, prompt_ids(), 30, cfg, false));
+  const SpecResult r = always_wrong_run(false);
   REQUIRE(r.metrics.rounds == 30);
   long want = 0;
   for (long round = 0; round < r.metrics.rounds; round++) want += std::min(6L, 30 - round - 1);
@@ -295,7 +295,9 @@ TEST_CASE("sampled speculative output is replayable: same seed, cache kind and t
   const SamplerConfig cfg = sampling_config(42);
   const SpecResult a = run_spec(pair().stories, pair().xs, 4, cfg, false, 60);
   const SpecResult b = run_spec(pair().stories, pair().xs, 4, cfg, true, 60);
-  ModelDrafter drafter(pair().xs, cfg, cache(false), ForwardOptions{2});
+  ForwardOptions two_threads;
+  two_threads.threads = 2;
+  ModelDrafter drafter(pair().xs, cfg, cache(false), two_threads);
   SpecOptions o = spec_options(4, cfg, false, 60);
   o.forward.threads = 2;
   const SpecResult c = generate_speculative(pair().stories, drafter, prompt_ids(), o);

@@ -370,6 +370,91 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
     }
 }
 
+// The R x T outputs of a tile from their accumulators: out[t * ldo + r] =
+// tree(acc[r][t]) when k is whole 16-element chunks (16 trees at a time where V
+// has tree16: the same adds, transposed), else finish_lanes_stored's tail.
+template <class V, int R, int T>
+void finish_tile(float* out, int ldo, typename V::reg (&acc)[R][T], DType type, const uint8_t* w,
+                 int64_t row_bytes, const float* x, int k16, int k) {
+  constexpr int kN = R * T;
+  int first = 0;  // outputs (r * T + t) done by tree16
+  if constexpr (requires { V::tree16; })
+    if (k16 == k)
+      for (; first + 16 <= kN; first += 16) {
+        alignas(64) float s[16];
+        V::tree16(&acc[0][0] + first, s);
+        for (int i = 0; i < 16; i++) out[((first + i) % T) * ldo + (first + i) / T] = s[i];
+      }
+  for (int i = first; i < kN; i++) {
+    const int r = i / T, t = i % T;
+    if (k16 == k) {
+      out[t * ldo + r] = V::tree(acc[r][t]);
+      continue;
+    }
+    alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
+    V::store(lanes, acc[r][t]);
+    out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
+  }
+}
+
+// ---- prefill (several tokens) --------------------------------------------------
+// x of T tokens, elements [k0, k0 + len) (len a multiple of 16), chunk-interleaved:
+// xp[(c * T + t) * 16 + l] = x[t * k + k0 + 16 * c + l] (copies, no arithmetic).
+// The tiles then read one sequential stream at fixed offsets (with T token rows
+// k floats apart, the 8 token addresses took most of the general registers).
+template <int T>
+void pack_tokens(float* xp, const float* x, int k, int k0, int len) {
+  for (int c = 0; c < len / kL; c++)
+    for (int t = 0; t < T; t++)
+      std::memcpy(xp + ((int64_t)c * T + t) * kL, x + (int64_t)t * k + k0 + kL * c, sizeof(float) * kL);
+}
+
+// Blocks [s0, s1) (of at most 32 elements) of R rows x T tokens into acc (x
+// packed from block s0 on): each row's block decoded into registers (wv: R x 2
+// chunks), then chunk by chunk into the R·T accumulators (x of one token loaded
+// once per chunk for the R rows). Each block's chunks are consumed in
+// increasing element order, so each output's lane sequence is tile_stored's.
+template <class V, class D, int R, int T>
+inline void prefill_blocks(typename V::reg (&acc)[R][T], const uint8_t* w, int64_t row_bytes, const float* xp,
+                           int s0, int s1) {
+  constexpr int kChunks = D::kElems / kL;
+  static_assert(kChunks <= 2);
+  for (int blk = s0; blk < s1; blk++) {
+    const float* xb = xp + (int64_t)(blk - s0) * kChunks * T * kL;
+    typename V::reg wv[R][kChunks];  // (rows, chunks) decoded weights
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      D::block(w + r * row_bytes + (int64_t)blk * D::kBytes, [&](int c, typename V::reg v) { wv[r][c] = v; });
+#pragma GCC unroll 2
+    for (int c = 0; c < kChunks; c++)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; t++) {
+        const auto xv = V::load(xb + (c * T + t) * kL);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) acc[r][t] = V::fma(wv[r][c], xv, acc[r][t]);
+      }
+  }
+}
+
+// Prefill tile, one K segment (blocks [s0, s1)): the accumulators start at zero
+// (first) or from `state` (R x T x 16 floats, the previous segment's), and go
+// back to `state` or, after the last segment, through finish_tile into out.
+template <class V, class D, int R, int T>
+void prefill_tile(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k,
+                  const float* xp, int s0, int s1, float* state, bool first, bool last) {
+  typename V::reg acc[R][T];  // (rows, tokens) x 16 lanes
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) acc[r][t] = first ? V::zero() : V::load(state + (r * T + t) * kL);
+  prefill_blocks<V, D, R, T>(acc, w, row_bytes, xp, s0, s1);
+  if (last) return finish_tile<V, R, T>(out, ldo, acc, type, w, row_bytes, x, s1 * D::kElems, k);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 16
+    for (int t = 0; t < T; t++) V::store(state + (r * T + t) * kL, acc[r][t]);
+}
+
 // Prefill tile (T tokens, R rows): each row's block is decoded once into a
 // small L1 buffer, then every 16-element chunk of it goes into the R·T
 // accumulators (x of one token loaded once per chunk for the R rows). The
@@ -415,17 +500,7 @@ void tile_prefill(float* out, int ldo, DType type, const uint8_t* w, int64_t row
       }
     }
   }
-  const int k16 = nb * D::kElems;
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) {
-      if (k16 == k) {
-        out[t * ldo + r] = V::tree(acc[r][t]);
-        continue;
-      }
-      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
-      V::store(lanes, acc[r][t]);
-      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
-    }
+  finish_tile<V, R, T>(out, ldo, acc, type, w, row_bytes, x, nb * D::kElems, k);
 }
 
 // Decode streams each matrix once, 4 rows per tile: 4 short interleaved
@@ -453,34 +528,66 @@ void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t
     for (; i < r1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, rb);
     return;
   }
-  if (T == 1) {  // decode: the decoder feeds the accumulators directly
-    for (; i + R <= r1; i += R) {
-      prefetch_span(w + (int64_t)i * rb, R * rb);
-      tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
-    }
-    for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
-    return;
+  // decode: the decoder feeds the accumulators directly
+  for (; i + R <= r1; i += R) {
+    prefetch_span(w + (int64_t)i * rb, R * rb);
+    tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
   }
-  for (; i + R <= r1; i += R) tile_prefill<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
-  for (; i < r1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+  for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+}
+
+// Prefill: rows [b0, b1) (at most 32) x the T tokens from t0, in tiles of R
+// rows (the rest of the rows one at a time), over K in segments of kSeg
+// elements: each segment's x packed once (T x kSeg floats, 16 KiB: stays in
+// L1 while every tile of the block reads it), the accumulators kept in
+// `state` between segments. Segments split no output's sequence: each lane
+// still takes its elements in increasing k.
+template <class V, class D, int R, int T>
+void prefill_block(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int k, int n_out, int b0,
+                   int b1, int t0) {
+  float* o = out + (int64_t)t0 * n_out;
+  const float* xt = x + (int64_t)t0 * k;
+  int i = b0;
+  if constexpr (D::kElems > 32) {  // k-quants: tile_prefill reads x in place (packed, measured slower)
+    for (; i + R <= b1; i += R) tile_prefill<V, D, R, T>(o + i, n_out, type, w + i * rb, rb, xt, k);
+    for (; i < b1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + i * rb, rb, xt, k);
+  } else {
+    constexpr int kSeg = 4096 / T;         // elements of a K segment (a whole number of blocks)
+    alignas(64) float xp[T * kSeg];        // (segment chunks, T, 16) packed x
+    alignas(64) float state[32 * T * kL];  // (rows, T, 16) accumulators between segments
+    const int nb = k / D::kElems;
+    int s0 = 0;
+    do {  // at least once: k < one block still finishes its (tail-only) outputs
+      const int s1 = min_i(nb, s0 + kSeg / D::kElems);
+      const bool first = s0 == 0, last = s1 == nb;
+      pack_tokens<T>(xp, xt, k, s0 * D::kElems, (s1 - s0) * D::kElems);
+      for (i = b0; i + R <= b1; i += R)
+        prefill_tile<V, D, R, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1, state + (i - b0) * T * kL,
+                                 first, last);
+      for (; i < b1; i++)
+        prefill_tile<V, D, 1, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1, state + (i - b0) * T * kL,
+                                 first, last);
+      s0 = s1;
+    } while (s0 < nb);
+  }
 }
 
 // One token (decode): 4 rows at a time, independent accumulator chains over
-// one shared x. Several tokens (prefill): 32-row blocks (stay in L2) x groups
-// of V::kTileTokens tokens in tiles of V::kTileRows rows (AVX-512: 2 x 8, 16
-// zmm accumulators; AVX2: 1 x 4), each decoded block applied to every token
-// of the tile; then groups of 4 tokens, then single tokens.
+// one shared x. Several tokens (prefill): 32-row blocks (stay in L1/L2) x
+// groups of V::kTileTokens tokens, then of 4, then single tokens, in tiles of
+// V::kTileRows rows (AVX-512: 2 x 8, 16 zmm accumulators; AVX2: 1 x 4), each
+// decoded block applied to every token of the tile (prefill_block).
 template <class V, class D>
 void rows_stored(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int n_tok, int k,
                  int n_out, int r0, int r1) {
   if (n_tok == 1) return row_block<V, D, 4, 1>(out, x, type, w, rb, k, n_out, r0, r1, 0);
   constexpr int TR = V::kTileRows, TT = V::kTileTokens;
+  const int t4 = n_tok / TT * TT, t1 = t4 + (TT > 4 ? (n_tok - t4) / 4 * 4 : 0);  // first 4-group, first single
   for (int b0 = r0; b0 < r1; b0 += 32) {
-    int b1 = min_i(r1, b0 + 32), t = 0;
-    for (; t + TT <= n_tok; t += TT) row_block<V, D, TR, TT>(out, x, type, w, rb, k, n_out, b0, b1, t);
-    if (TT > 4)
-      for (; t + 4 <= n_tok; t += 4) row_block<V, D, 1, 4>(out, x, type, w, rb, k, n_out, b0, b1, t);
-    for (; t < n_tok; t++) row_block<V, D, 1, 1>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    const int b1 = min_i(r1, b0 + 32);
+    for (int t = 0; t < t4; t += TT) prefill_block<V, D, TR, TT>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    for (int t = t4; t < t1; t += 4) prefill_block<V, D, TR, 4>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    for (int t = t1; t < n_tok; t++) row_block<V, D, 1, 1>(out, x, type, w, rb, k, n_out, b0, b1, t);
   }
 }
 

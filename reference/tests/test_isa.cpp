@@ -305,6 +305,42 @@ TEST_CASE("isa: stored_rows of every SIMD path equals the scalar path's, every t
   }
 }
 
+// The prefill tiles' bookkeeping at sizes the loop above does not reach: K in several
+// 4096 / T-element segments (the packed x and the accumulators carried between them,
+// a short last segment, an F32 tail past the last whole chunk), row ranges across
+// 32-row blocks with odd remainders, and token counts with 8-token, 4-token and single
+// groups. Every output against the scalar path.
+TEST_CASE("isa: stored_rows prefill over K segments, row blocks and token groups", "[isa]") {
+  const isa::Kernels& ref = isa::kernels_for(Isa::Scalar);
+  struct Case {
+    DType t;
+    int K;
+  };
+  const Case cases[] = {{DType::F32, 513}, {DType::F32, 1040}, {DType::F32, 1027}, {DType::Q8_0, 512},
+                        {DType::Q8_0, 1568}, {DType::Q4_1, 1056}, {DType::Q5_0, 544}, {DType::F16, 1120},
+                        {DType::Q4_K, 1536}, {DType::Q6_K, 768}};
+  for (Isa p : simd_paths()) {
+    const isa::Kernels& k = isa::kernels_for(p);
+    for (const Case& c : cases) {
+      std::mt19937 rng(77u + (uint32_t)c.K);
+      for (int T : {4, 8, 13, 21})
+        for (int N : {35, 70}) {
+          const auto w = random_rows(c.t, rng, N, c.K);
+          const auto x = values(rng, (size_t)T * c.K, c.t == DType::F32);
+          const int64_t rb = dtype_row_bytes(c.t, c.K);
+          for (auto [r0, r1] : {std::pair{0, N}, std::pair{3, N - 2}}) {
+            std::vector<float> got((size_t)T * N, 1234.5f), want(got);
+            INFO(isa::isa_name(p) << " " << dtype_name(c.t) << " K=" << c.K << " T=" << T << " N=" << N << " rows "
+                                  << r0 << ".." << r1);
+            REQUIRE(k.stored_rows(got.data(), x.data(), c.t, w.data(), rb, T, c.K, N, r0, r1));
+            REQUIRE(ref.stored_rows(want.data(), x.data(), c.t, w.data(), rb, T, c.K, N, r0, r1));
+            REQUIRE(first_mismatch(got, want) == "");
+          }
+        }
+    }
+  }
+}
+
 // ---- the bit-unpacking decoders (Q5_0 / Q5_1 / Q4_K / Q5_K / Q6_K) on chosen blocks ----
 // Element j of one block, from the ggml block layouts written out here (not quant.cpp):
 // the exact integer the format stores, and its (scale, offset) pair, each as the integer

@@ -438,7 +438,8 @@ inline void prefill_blocks(typename V::reg (&acc)[R][T], const uint8_t* w, int64
 
 // Prefill tile, one K segment (blocks [s0, s1)): the accumulators start at zero
 // (first) or from `state` (R x T x 16 floats, the previous segment's), and go
-// back to `state` or, after the last segment, through finish_tile into out.
+// back to `state` or, after the last segment, through finish_tile into out
+// (`state` is unused when first and last).
 template <class V, class D, int R, int T>
 void prefill_tile(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k,
                   const float* xp, int s0, int s1, float* state, bool first, bool last) {
@@ -536,58 +537,70 @@ void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t
   for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
 }
 
-// Prefill: rows [b0, b1) (at most 32) x the T tokens from t0, in tiles of R
-// rows (the rest of the rows one at a time), over K in segments of kSeg
-// elements: each segment's x packed once (T x kSeg floats, 16 KiB: stays in
-// L1 while every tile of the block reads it), the accumulators kept in
-// `state` between segments. Segments split no output's sequence: each lane
-// still takes its elements in increasing k.
+// Prefill: at most this many floats of packed x per K segment (T tokens x
+// 6144 / T elements, 24 KiB: stays in L1 while every tile of the rows reads it;
+// 16 KiB segments were 5-8 % slower, 32 KiB no faster: SmolLM2 shapes, Zen 4).
+constexpr int kSegmentFloats = 6144;
+
+// Prefill: rows [b0, b1) x the T tokens from t0, in tiles of R rows (the rest
+// of the rows one at a time), over K in segments of at most kSegmentFloats / T
+// elements, balanced: each segment's x packed once, the accumulators kept in
+// `state` between segments (so more than one segment needs b1 - b0 <= 32).
+// Segments split no output's sequence: each lane still takes its elements in
+// increasing k. Blocks of more than 32 elements (k-quants) go through
+// tile_prefill, which reads x in place (packed, they measured slower).
 template <class V, class D, int R, int T>
 void prefill_block(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int k, int n_out, int b0,
                    int b1, int t0) {
   float* o = out + (int64_t)t0 * n_out;
   const float* xt = x + (int64_t)t0 * k;
   int i = b0;
-  if constexpr (D::kElems > 32) {  // k-quants: tile_prefill reads x in place (packed, measured slower)
+  if constexpr (D::kElems > 32) {
     for (; i + R <= b1; i += R) tile_prefill<V, D, R, T>(o + i, n_out, type, w + i * rb, rb, xt, k);
     for (; i < b1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + i * rb, rb, xt, k);
   } else {
-    constexpr int kSeg = 4096 / T;         // elements of a K segment (a whole number of blocks)
-    alignas(64) float xp[T * kSeg];        // (segment chunks, T, 16) packed x
-    alignas(64) float state[32 * T * kL];  // (rows, T, 16) accumulators between segments
-    const int nb = k / D::kElems;
+    constexpr int kSegBlocks = kSegmentFloats / T / D::kElems;
+    alignas(64) float xp[kSegBlocks * D::kElems * T];  // (segment chunks, T, 16) packed x
+    alignas(64) float state[32 * T * kL];               // (rows, T, 16) accumulators between segments
+    const int nb = k / D::kElems, n_seg = (nb + kSegBlocks - 1) / kSegBlocks;
+    const int per = n_seg > 1 ? (nb + n_seg - 1) / n_seg : nb;  // blocks per segment
     int s0 = 0;
     do {  // at least once: k < one block still finishes its (tail-only) outputs
-      const int s1 = min_i(nb, s0 + kSeg / D::kElems);
+      const int s1 = min_i(nb, s0 + per);
       const bool first = s0 == 0, last = s1 == nb;
       pack_tokens<T>(xp, xt, k, s0 * D::kElems, (s1 - s0) * D::kElems);
       for (i = b0; i + R <= b1; i += R)
-        prefill_tile<V, D, R, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1, state + (i - b0) * T * kL,
-                                 first, last);
+        prefill_tile<V, D, R, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1,
+                                 first && last ? nullptr : state + (i - b0) * T * kL, first, last);
       for (; i < b1; i++)
-        prefill_tile<V, D, 1, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1, state + (i - b0) * T * kL,
-                                 first, last);
+        prefill_tile<V, D, 1, T>(o + i, n_out, type, w + i * rb, rb, xt, k, xp, s0, s1,
+                                 first && last ? nullptr : state + (i - b0) * T * kL, first, last);
       s0 = s1;
     } while (s0 < nb);
   }
 }
 
 // One token (decode): 4 rows at a time, independent accumulator chains over
-// one shared x. Several tokens (prefill): 32-row blocks (stay in L1/L2) x
-// groups of V::kTileTokens tokens, then of 4, then single tokens, in tiles of
-// V::kTileRows rows (AVX-512: 2 x 8, 16 zmm accumulators; AVX2: 1 x 4), each
-// decoded block applied to every token of the tile (prefill_block).
+// one shared x. Several tokens (prefill): groups of V::kTileTokens tokens, then
+// of 4, then single tokens, in tiles of V::kTileRows rows (AVX-512: 2 x 8, 16
+// zmm accumulators; AVX2: 1 x 4), each decoded block applied to every token of
+// the tile (prefill_block). Where K fits one segment (blocks of at most 32
+// elements), each group's packed x serves all the rows (one pack per group);
+// else 32-row blocks (their accumulators kept between segments; k-quants:
+// their weights reused from L1) times the groups.
 template <class V, class D>
 void rows_stored(float* out, const float* x, DType type, const uint8_t* w, int64_t rb, int n_tok, int k,
                  int n_out, int r0, int r1) {
   if (n_tok == 1) return row_block<V, D, 4, 1>(out, x, type, w, rb, k, n_out, r0, r1, 0);
   constexpr int TR = V::kTileRows, TT = V::kTileTokens;
   const int t4 = n_tok / TT * TT, t1 = t4 + (TT > 4 ? (n_tok - t4) / 4 * 4 : 0);  // first 4-group, first single
+  const bool all_rows = D::kElems <= 32 && k / D::kElems <= kSegmentFloats / TT / D::kElems;  // one segment
   for (int b0 = r0; b0 < r1; b0 += 32) {
-    const int b1 = min_i(r1, b0 + 32);
+    const int b1 = all_rows ? r1 : min_i(r1, b0 + 32);
     for (int t = 0; t < t4; t += TT) prefill_block<V, D, TR, TT>(out, x, type, w, rb, k, n_out, b0, b1, t);
     for (int t = t4; t < t1; t += 4) prefill_block<V, D, TR, 4>(out, x, type, w, rb, k, n_out, b0, b1, t);
     for (int t = t1; t < n_tok; t++) row_block<V, D, 1, 1>(out, x, type, w, rb, k, n_out, b0, b1, t);
+    if (all_rows) break;
   }
 }
 

@@ -54,12 +54,15 @@ struct Avx512 {
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
   }
-  // out[i] = tree(a[i]) for i < 16, the same adds with the same operands, 16
-  // outputs at a time: level w = 8 pairs a[2j], a[2j + 1] into one register (each
-  // half its output's lanes 0..7 + 8..15), w = 4 pairs those by 128-bit quarters,
-  // w = 2 and w = 1 within quarters (shuffle_ps). The last register holds output
-  // c + 4e in lane 4c + e; one permute puts output i in lane i.
+  // tree(a[i]) for i < 16, the same adds with the same operands, 16 outputs at a
+  // time: level w = 8 pairs a[2j], a[2j + 1] into one register (each half its
+  // output's lanes 0..7 + 8..15), w = 4 pairs those by 128-bit quarters, w = 2
+  // and w = 1 within quarters (shuffle_ps). The last register holds output
+  // c + 4e in lane 4c + e; one permute orders them: out[j] = tree(a[i]) with
+  // i = (j % kR) * (16 / kR) + j / kR (kR = 1: i = j; kR = 2: a[0..7] and
+  // a[8..15] interleaved, so a 2-row tile's two rows of one token are adjacent).
   static constexpr bool kTree16 = true;
+  template <int kR>
   static void tree16(const reg* a, float* out) {
     reg u[8], v[4], w[2];
     for (int j = 0; j < 8; j++)  // w = 8: lanes 0..7 + lanes 8..15
@@ -73,8 +76,12 @@ struct Avx512 {
                            _mm512_shuffle_ps(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     const reg z = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),  // w = 1
                                 _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, z));
+    alignas(64) int order[16];  // lane of output j's accumulator
+    for (int j = 0; j < 16; j++) {
+      const int i = (j % kR) * (16 / kR) + j / kR;
+      order[j] = 4 * (i & 3) + (i >> 2);
+    }
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(_mm512_load_si512(order), z));
   }
 };
 

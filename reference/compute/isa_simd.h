@@ -371,30 +371,29 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
 }
 
 // The R x T outputs of a tile from their accumulators: out[t * ldo + r] =
-// tree(acc[r][t]) when k is whole 16-element chunks (16 trees at a time where V
-// has tree16: the same adds, transposed), else finish_lanes_stored's tail.
+// tree(acc[r][t]) when k is whole 16-element chunks (a tile of 16 outputs all
+// at once where V has tree16: the same adds, transposed), else
+// finish_lanes_stored's tail. Inlined, so the accumulators stay in registers.
 template <class V, int R, int T>
-void finish_tile(float* out, int ldo, typename V::reg (&acc)[R][T], DType type, const uint8_t* w,
-                 int64_t row_bytes, const float* x, int k16, int k) {
-  constexpr int kN = R * T;
-  int first = 0;  // outputs (r * T + t) done by tree16
-  if constexpr (requires { V::tree16; })
-    if (k16 == k)
-      for (; first + 16 <= kN; first += 16) {
-        alignas(64) float s[16];
-        V::tree16(&acc[0][0] + first, s);
-        for (int i = 0; i < 16; i++) out[((first + i) % T) * ldo + (first + i) / T] = s[i];
-      }
-  for (int i = first; i < kN; i++) {
-    const int r = i / T, t = i % T;
+[[gnu::always_inline]] inline void finish_tile(float* out, int ldo, typename V::reg (&acc)[R][T], DType type,
+                                               const uint8_t* w, int64_t row_bytes, const float* x, int k16, int k) {
+  if constexpr (requires { V::kTree16; } && R * T == 16)
     if (k16 == k) {
-      out[t * ldo + r] = V::tree(acc[r][t]);
-      continue;
+      alignas(64) float s[16];  // (tokens, rows)
+      V::template tree16<R>(&acc[0][0], s);
+      for (int t = 0; t < T; t++) std::memcpy(out + t * ldo, s + t * R, sizeof(float) * R);
+      return;
     }
-    alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
-    V::store(lanes, acc[r][t]);
-    out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
-  }
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) {
+      if (k16 == k) {
+        out[t * ldo + r] = V::tree(acc[r][t]);
+        continue;
+      }
+      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
+      V::store(lanes, acc[r][t]);
+      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
+    }
 }
 
 // ---- prefill (several tokens) --------------------------------------------------

@@ -8,8 +8,8 @@
 //
 // bit for bit: each block is dequantized in registers with exactly the float32
 // operations dequantize_row (quant.cpp) uses, in the same order, and every
-// product goes into canonical lane (k mod 16), mul then add, never fused
-// (docs/numerics.md §2 and "Stored-type weights"). Splitting rows over
+// product goes into canonical lane (k mod 16) as one fused multiply-add
+// (numerics v2; docs/numerics.md §2 and "Stored-type weights"). Splitting rows over
 // threads, grouping tokens or rows, and the ISA path (scalar, AVX2, AVX-512:
 // isa.h) change which outputs are computed together, never one output's order.
 // ============================================================================

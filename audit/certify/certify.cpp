@@ -83,12 +83,13 @@ KvCacheOptions kv_options(int ctx, bool int8) {
 }
 
 // Slot k of a chunk's scored rows (counted from first_scored; lr, lc the two models'
-// logits (v) of that row): the record of position first_scored + k. Writes slot k only.
-void score_row(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, const float* lr, const float* lc,
-               int k, int v) {
+// logits (v) of that row, lse_r = log_sum_exp_f64(lr)): the record of position
+// first_scored + k. Writes slot k only.
+void score_row(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, const float* lr, double lse_r,
+               const float* lc, int k, int v) {
   const int j = c.first_scored + k;
   if (k >= (int)out.size()) return;  // the last position predicts nothing
-  out[k] = compare_logits(lr, lc, v, c.tokens[j + 1]);
+  out[k] = compare_logits_lse(lr, lse_r, lc, v, c.tokens[j + 1]);
   out[k].chunk = index;
   out[k].pos = j;
 }
@@ -100,7 +101,8 @@ template <class LrRow>
 void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, LrRow lr_row, const float* lc,
                    int row0, int rows, int v, ThreadPool& pool) {
   pool.parallel_for(rows, [&](int begin, int end) {
-    for (int i = begin; i < end; i++) score_row(out, c, index, lr_row(i), &lc[(size_t)i * v], row0 + i, v);
+    for (int i = begin; i < end; i++)
+      score_row(out, c, index, lr_row(i), log_sum_exp_f64(lr_row(i), v), &lc[(size_t)i * v], row0 + i, v);
   });
 }
 
@@ -162,8 +164,9 @@ void run_pair(A a, B b) {
   two.parallel_for(2, [&](int begin, int) { begin == 0 ? a() : b(); });
 }
 
-// The reference's scored rows, handed to the candidate's thread through a ring of
-// `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
+// The reference's scored rows, with each row's log_sum_exp_f64 (computed on the
+// reference's thread: a third of the statistics' exps), handed to the candidate's
+// thread through a ring of `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
 // reference writes a block of rows once the candidate has compared the rows that held
 // those slots before, the candidate reads a block once written. Both counters only
 // grow. cancel() wakes both sides when the other failed.
@@ -174,17 +177,22 @@ void run_pair(A a, B b) {
 class RowHandoff {
  public:
   struct Cancelled {};  // the other side failed: not an error of its own
-  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v) {}
-  void put(long g, std::span<const float> block) {  // rows [g, g + nb): (nb, v), nb <= slots
+  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v), lse_(slots) {}
+  // rows [g, g + nb): block (nb, v), nb <= slots, and their log-sum-exps lse (nb)
+  void put(long g, std::span<const float> block, std::span<const double> lse) {
     const long nb = (long)(block.size() / v_);
     wait([&] { return consumed_ >= g + nb - slots_; }, true);
-    for (long i = 0; i < nb; i++) std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+    for (long i = 0; i < nb; i++) {
+      std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+      lse_[(size_t)((g + i) % slots_)] = lse[i];
+    }
     advance(written_, g + nb);
   }
   void get(long g, int nb) {  // waits until rows [g, g + nb) are written
     wait([&] { return written_ >= g + nb; }, false);
   }
   const float* row(long g) { return &buf_[(size_t)(g % slots_) * v_]; }  // (v)
+  double lse(long g) const { return lse_[(size_t)(g % slots_)]; }
   void release(long g, int nb) { advance(consumed_, g + nb); }
   // fn(i) for i in [0, n), by the pool's threads and the reference's thread while it
   // waits in put(); returns when all are done, rethrowing the first error of a row.
@@ -244,6 +252,7 @@ class RowHandoff {
   const long slots_;
   const size_t v_;
   std::vector<float> buf_;  // (slots, v)
+  std::vector<double> lse_;  // (slots)
   std::mutex mu_;
   std::condition_variable cv_;
   long written_ = 0, consumed_ = 0;
@@ -287,7 +296,13 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
         fo.all_logits = true;
         fo.first_logit = first;
         fo.pool = &ref_pool;
-        fo.logits_sink = [&](int row0, std::span<const float> lr) { hand.put(s * rows_per_chunk + row0, lr); };
+        fo.logits_sink = [&](int row0, std::span<const float> lr) {
+          std::vector<double> lse(lr.size() / v);  // (rows)
+          ref_pool.parallel_for((int)lse.size(), [&](int begin, int end) {
+            for (int i = begin; i < end; i++) lse[i] = log_sum_exp_f64(&lr[(size_t)i * v], v);
+          });
+          hand.put(s * rows_per_chunk + row0, lr, lse);
+        };
         forward(ref, kv, 0, chunks[mine[s]].tokens, fo);
       }
     } catch (const RowHandoff::Cancelled&) {
@@ -309,8 +324,10 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
           const int rows = (int)(lc.size() / v);
           const long g = s * rows_per_chunk + row0;
           hand.get(g, rows);
-          hand.share(rows, [&](int i) { score_row(recs, c, mine[s], hand.row(g + i), &lc[(size_t)i * v], row0 + i, v); },
-                     cand_pool);
+          hand.share(
+              rows,
+              [&](int i) { score_row(recs, c, mine[s], hand.row(g + i), hand.lse(g + i), &lc[(size_t)i * v], row0 + i, v); },
+              cand_pool);
           hand.release(g, rows);
         };
         forward(cand, kv, 0, c.tokens, fo);

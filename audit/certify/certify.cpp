@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -81,20 +82,27 @@ KvCacheOptions kv_options(int ctx, bool int8) {
   return k;
 }
 
-// Rows [row0, row0 + rows) of a chunk's scored rows (counted from first_scored): lr_row(i)
-// and lc + i * v the two models' logits (v) of row row0 + i. Row i writes slot row0 + i
-// only, the rows split over the pool, so the thread count changes no bit.
+// Slot k of a chunk's scored rows (counted from first_scored; lr, lc the two models'
+// logits (v) of that row, lse_r = log_sum_exp_f64(lr)): the record of position
+// first_scored + k. Writes slot k only.
+void score_row(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, const float* lr, double lse_r,
+               const float* lc, int k, int v) {
+  const int j = c.first_scored + k;
+  if (k >= (int)out.size()) return;  // the last position predicts nothing
+  out[k] = compare_logits_lse(lr, lse_r, lc, v, c.tokens[j + 1]);
+  out[k].chunk = index;
+  out[k].pos = j;
+}
+
+// Rows [row0, row0 + rows) of a chunk's scored rows: lr_row(i) and lc + i * v the two
+// models' logits (v) of row row0 + i. Row i writes slot row0 + i only, the rows split
+// over the pool, so the thread count changes no bit.
 template <class LrRow>
 void compare_block(std::vector<TokenRecord>& out, const CertifyChunk& c, int index, LrRow lr_row, const float* lc,
                    int row0, int rows, int v, ThreadPool& pool) {
   pool.parallel_for(rows, [&](int begin, int end) {
-    for (int i = begin; i < end; i++) {
-      const int k = row0 + i, j = c.first_scored + k;
-      if (k >= (int)out.size()) continue;  // the last position predicts nothing
-      out[k] = compare_logits(lr_row(i), &lc[(size_t)i * v], v, c.tokens[j + 1]);
-      out[k].chunk = index;
-      out[k].pos = j;
-    }
+    for (int i = begin; i < end; i++)
+      score_row(out, c, index, lr_row(i), log_sum_exp_f64(lr_row(i), v), &lc[(size_t)i * v], row0 + i, v);
   });
 }
 
@@ -156,26 +164,53 @@ void run_pair(A a, B b) {
   two.parallel_for(2, [&](int begin, int) { begin == 0 ? a() : b(); });
 }
 
-// The reference's scored rows, handed to the candidate's thread through a ring of
-// `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
+// The reference's scored rows, with each row's log_sum_exp_f64 (computed on the
+// reference's thread: a third of the statistics' exps), handed to the candidate's
+// thread through a ring of `slots` rows: rows are counted over the whole run (chunk s, row k: s * rows + k); the
 // reference writes a block of rows once the candidate has compared the rows that held
 // those slots before, the candidate reads a block once written. Both counters only
 // grow. cancel() wakes both sides when the other failed.
+// The candidate's side also computes the statistics of each block (share()): while the
+// reference waits for slots — the candidate is behind — its thread takes rows of the
+// block being compared, so the side that is ahead works instead of waiting. Each row is
+// one independent record (score_row): which thread computes it changes no bit.
 class RowHandoff {
  public:
   struct Cancelled {};  // the other side failed: not an error of its own
-  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v) {}
-  void put(long g, std::span<const float> block) {  // rows [g, g + nb): (nb, v), nb <= slots
+  RowHandoff(int slots, int v) : slots_(slots), v_((size_t)v), buf_((size_t)slots * v), lse_(slots) {}
+  // rows [g, g + nb): block (nb, v), nb <= slots, and their log-sum-exps lse (nb)
+  void put(long g, std::span<const float> block, std::span<const double> lse) {
     const long nb = (long)(block.size() / v_);
-    wait([&] { return consumed_ >= g + nb - slots_; });
-    for (long i = 0; i < nb; i++) std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+    wait([&] { return consumed_ >= g + nb - slots_; }, true);
+    for (long i = 0; i < nb; i++) {
+      std::memcpy(row_mut(g + i), &block[(size_t)i * v_], v_ * sizeof(float));
+      lse_[(size_t)((g + i) % slots_)] = lse[i];
+    }
     advance(written_, g + nb);
   }
   void get(long g, int nb) {  // waits until rows [g, g + nb) are written
-    wait([&] { return written_ >= g + nb; });
+    wait([&] { return written_ >= g + nb; }, false);
   }
   const float* row(long g) { return &buf_[(size_t)(g % slots_) * v_]; }  // (v)
+  double lse(long g) const { return lse_[(size_t)(g % slots_)]; }
   void release(long g, int nb) { advance(consumed_, g + nb); }
+  // fn(i) for i in [0, n), by the pool's threads and the reference's thread while it
+  // waits in put(); returns when all are done, rethrowing the first error of a row.
+  void share(int n, const std::function<void(int)>& fn, ThreadPool& pool) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &fn, job_n_ = n, job_next_ = 0, job_done_ = 0, job_error_ = nullptr;
+      cv_.notify_all();
+    }
+    pool.parallel_for(pool.size(), [&](int, int) {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (job_next_ < job_n_) run_one(lock);
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return job_done_ == job_n_; });
+    job_ = nullptr;
+    if (job_error_) std::rethrow_exception(job_error_);
+  }
   void cancel() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
@@ -184,11 +219,30 @@ class RowHandoff {
 
  private:
   float* row_mut(long g) { return &buf_[(size_t)(g % slots_) * v_]; }
+  // Until ready() (or cancelled); `help`: runs rows of a shared job meanwhile.
   template <class Ready>
-  void wait(Ready ready) {
+  void wait(Ready ready, bool help) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return cancelled_ || ready(); });
+    while (!cancelled_ && !ready()) {
+      if (help && job_ && job_next_ < job_n_) run_one(lock);
+      else cv_.wait(lock);
+    }
     if (!ready()) throw Cancelled{};
+  }
+  // Claims the next row of the shared job and runs it unlocked (lock held on entry and exit).
+  void run_one(std::unique_lock<std::mutex>& lock) {
+    const int i = job_next_++;
+    const std::function<void(int)>& fn = *job_;
+    lock.unlock();
+    std::exception_ptr e;
+    try {
+      fn(i);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    lock.lock();
+    if (e && !job_error_) job_error_ = e;
+    if (++job_done_ == job_n_) cv_.notify_all();
   }
   void advance(long& counter, long to) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -198,10 +252,14 @@ class RowHandoff {
   const long slots_;
   const size_t v_;
   std::vector<float> buf_;  // (slots, v)
+  std::vector<double> lse_;  // (slots)
   std::mutex mu_;
   std::condition_variable cv_;
   long written_ = 0, consumed_ = 0;
   bool cancelled_ = false;
+  const std::function<void(int)>* job_ = nullptr;  // the shared job: rows [0, job_n_)
+  int job_n_ = 0, job_next_ = 0, job_done_ = 0;    // rows claimed, rows finished
+  std::exception_ptr job_error_;
 };
 
 // The first error in the one-thread order (reference of chunk s = 2s, candidate = 2s + 1).
@@ -238,7 +296,13 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
         fo.all_logits = true;
         fo.first_logit = first;
         fo.pool = &ref_pool;
-        fo.logits_sink = [&](int row0, std::span<const float> lr) { hand.put(s * rows_per_chunk + row0, lr); };
+        fo.logits_sink = [&](int row0, std::span<const float> lr) {
+          std::vector<double> lse(lr.size() / v);  // (rows)
+          ref_pool.parallel_for((int)lse.size(), [&](int begin, int end) {
+            for (int i = begin; i < end; i++) lse[i] = log_sum_exp_f64(&lr[(size_t)i * v], v);
+          });
+          hand.put(s * rows_per_chunk + row0, lr, lse);
+        };
         forward(ref, kv, 0, chunks[mine[s]].tokens, fo);
       }
     } catch (const RowHandoff::Cancelled&) {
@@ -260,7 +324,10 @@ void score_chunks_overlapped(const Model& ref, const Model& cand, const std::vec
           const int rows = (int)(lc.size() / v);
           const long g = s * rows_per_chunk + row0;
           hand.get(g, rows);
-          compare_block(recs, c, mine[s], [&](int i) { return hand.row(g + i); }, lc.data(), row0, rows, v, cand_pool);
+          hand.share(
+              rows,
+              [&](int i) { score_row(recs, c, mine[s], hand.row(g + i), hand.lse(g + i), &lc[(size_t)i * v], row0 + i, v); },
+              cand_pool);
           hand.release(g, rows);
         };
         forward(cand, kv, 0, c.tokens, fo);
@@ -362,39 +429,90 @@ void for_each_parallel(int n, int threads, const CertifyOptions& o, int progress
   });
 }
 
+// Prompts per greedy group: the KV caches of 8 prompts of each model at a time.
+constexpr int kGreedyGroup = 8;
+
+// --threads >= 2: every group's two passes (the reference's continuations of its
+// prompts, the candidate's) are jobs, the reference's first (they take about twice
+// as long: F32 against Q4_1); the two groups of threads claim the next job as they
+// finish one, so neither waits for the other's model (before: the candidate's side
+// idled while each group's reference pass ran on). Two jobs run at a time, as
+// before: the memory of one reference and one candidate group, or of two groups of
+// one model (the KV caches have the same shape). Each job computes its sequences
+// exactly as at one thread (which threads run it changes no bit); the divergences are
+// compared once both passes of a group are done. A failed job stops the claiming; the
+// error of the one-thread order (group g's reference before its candidate) is thrown.
+std::vector<int> greedy_jobs_overlapped(const Model& ref, const Model& cand,
+                                        const std::vector<std::vector<int>>& prompts, const CertifyOptions& o,
+                                        int progress_base, int total) {
+  const int n = (int)prompts.size(), groups = (n + kGreedyGroup - 1) / kGreedyGroup;
+  std::vector<std::vector<std::vector<int>>> a(groups), b(groups);  // (groups, batch, steps) each model's
+  std::vector<int> out(n, 0), passes_done(groups, 0);               // (prompts), (groups)
+  std::mutex mu;  // guards next, stop, passes_done, done, the progress calls
+  int next = 0, done = progress_base;
+  bool stop = false;
+  FirstError err;
+  auto job = [&](int j, ThreadPool& pool) {  // j < groups: the reference's pass of group j, else the candidate's
+    const bool is_ref = j < groups;
+    const int g = is_ref ? j : j - groups, g0 = g * kGreedyGroup, m = std::min(n - g0, kGreedyGroup);
+    const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + g0 + m);
+    if (is_ref) a[g] = greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
+    else b[g] = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
+    std::lock_guard<std::mutex> lock(mu);
+    if (++passes_done[g] < 2) return;
+    for (int i = 0; i < m; i++) {
+      out[g0 + i] = first_divergence(a[g][i], b[g][i], o.greedy_steps);
+      if (o.progress) o.progress(++done, total);
+    }
+  };
+  auto side = [&](ThreadPool& pool) {
+    for (;;) {
+      int j;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop || next == 2 * groups) return;
+        j = next++;
+      }
+      try {
+        job(j, pool);
+      } catch (...) {
+        const int g = j < groups ? j : j - groups;
+        err.record(2 * g + (j < groups ? 0 : 1), std::current_exception());
+        std::lock_guard<std::mutex> lock(mu);
+        stop = true;
+      }
+    }
+  };
+  ThreadPool ref_pool(reference_threads(o.threads)), cand_pool(o.threads - reference_threads(o.threads));
+  run_pair([&] { side(ref_pool); }, [&] { side(cand_pool); });
+  if (err.error) std::rethrow_exception(err.error);
+  return out;
+}
+
 // First divergence of each of `prompts`, in groups of at most 8 (the KV cache of 8
 // prompts at a time): the reference's continuations of a group in one batch and the
-// candidate's — one after the other on one pool at --threads 1, at the same time on
-// the two groups of threads at 2 and more; the candidate's own forward pass
-// (--backend) runs prompt by prompt after the reference's.
+// candidate's — one after the other on one pool at --threads 1; at 2 and more the
+// groups' passes are jobs that the two groups of threads claim in turn
+// (greedy_jobs_overlapped); the candidate's own forward pass (--backend) runs prompt
+// by prompt after the reference's.
 std::vector<int> first_divergences(const Model& ref, const Model& cand, const std::vector<std::vector<int>>& prompts,
                                    const CertifyOptions& o, int progress_base, int total) {
-  const int n = (int)prompts.size(), group = 8;
+  const int n = (int)prompts.size();
   std::vector<int> out(n, 0);  // (prompts)
   if (n == 0) return out;
-  const bool overlap = o.threads >= 2 && !o.candidate_forward;
-  ThreadPool ref_pool(overlap ? reference_threads(o.threads) : std::max(1, o.threads));
-  ThreadPool cand_pool(overlap ? o.threads - reference_threads(o.threads) : 1);
-  for (int g0 = 0; g0 < n; g0 += group) {
-    const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + std::min(n, g0 + group));
+  if (o.threads >= 2 && !o.candidate_forward) return greedy_jobs_overlapped(ref, cand, prompts, o, progress_base, total);
+  ThreadPool pool(std::max(1, o.threads));
+  for (int g0 = 0; g0 < n; g0 += kGreedyGroup) {
+    const std::vector<std::vector<int>> batch(prompts.begin() + g0, prompts.begin() + std::min(n, g0 + kGreedyGroup));
     const int m = (int)batch.size();
-    std::vector<std::vector<int>> a, b(m);  // (batch, steps) each
-    auto reference = [&] {
-      a = greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, ref_pool);
-    };
-    auto candidate = [&](ThreadPool& pool) {
-      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
-    };
-    if (overlap) {
-      run_pair(reference, [&] { candidate(cand_pool); });
-    } else if (o.candidate_forward) {
-      reference();
+    const std::vector<std::vector<int>> a =  // (batch, steps)
+        greedy_continuations(ref, batch, o.greedy_steps, false, num::NumericsProfile::Canonical, pool);
+    std::vector<std::vector<int>> b(m);  // (batch, steps)
+    if (o.candidate_forward)
       for_each_parallel(m, o.threads, CertifyOptions{}, 0, 0,
                         [&](int i) { b[i] = greedy_continuation_with(o, cand, batch[i], o.greedy_steps); });
-    } else {
-      reference();
-      candidate(ref_pool);
-    }
+    else
+      b = greedy_continuations(cand, batch, o.greedy_steps, o.candidate_kv_int8, o.candidate_numerics, pool);
     for (int i = 0; i < m; i++) {
       out[g0 + i] = first_divergence(a[i], b[i], o.greedy_steps);
       if (o.progress) o.progress(progress_base + g0 + i + 1, total);

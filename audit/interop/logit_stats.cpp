@@ -16,20 +16,40 @@ static double exp_nonpositive(double v) { return v < -700.0 ? 0.0 : num::exp_d(v
 
 // The exps run 8 lanes wide (exp_rows.h: each element exactly exp_d's bits);
 // every sum stays one accumulator in increasing k.
-std::vector<double> log_softmax_f64(const float* logits, int n) {
+// out (n): the shifted logits' exps on the way, then the log-probs.
+static double log_sum_exp_into(const float* logits, int n, std::vector<double>& out) {
   float m = num::max_fixed_order(logits, n);
-  std::vector<double> out(n);  // (n) first the shifted logits and their exps, then the log-probs
+  out.resize(n);
   for (int k = 0; k < n; k++) out[k] = (double)logits[k] - (double)m;
   exp_nonpositive_rows(out.data(), out.data(), n);
   double sum = 0.0;  // increasing k, one accumulator
   for (int k = 0; k < n; k++) sum += out[k];
-  double lse = (double)m + num::log_d(sum);
+  return (double)m + num::log_d(sum);
+}
+
+static void log_probs(const float* logits, int n, double lse, std::vector<double>& out) {
+  out.resize(n);
   for (int k = 0; k < n; k++) out[k] = (double)logits[k] - lse;
+}
+
+double log_sum_exp_f64(const float* logits, int n) {
+  std::vector<double> scratch;  // (n)
+  return log_sum_exp_into(logits, n, scratch);
+}
+
+std::vector<double> log_softmax_f64(const float* logits, int n) {
+  std::vector<double> out;  // (n)
+  log_probs(logits, n, log_sum_exp_into(logits, n, out), out);
   return out;
 }
 
 TokenRecord compare_logits(const float* ref, const float* cand, int n_vocab, int next) {
-  std::vector<double> lr = log_softmax_f64(ref, n_vocab);
+  return compare_logits_lse(ref, log_sum_exp_f64(ref, n_vocab), cand, n_vocab, next);
+}
+
+TokenRecord compare_logits_lse(const float* ref, double lse_ref, const float* cand, int n_vocab, int next) {
+  std::vector<double> lr;  // (n_vocab)
+  log_probs(ref, n_vocab, lse_ref, lr);
   std::vector<double> lc = log_softmax_f64(cand, n_vocab);
   std::vector<double> p(n_vocab);  // (n_vocab) p_ref(k)
   exp_nonpositive_rows(lr.data(), p.data(), n_vocab);

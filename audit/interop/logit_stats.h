@@ -30,9 +30,14 @@ struct TokenRecord {
 
 // log-softmax of n float32 logits in float64: logp[k] = x[k] - (m + ln sum_j e^(x[j]-m)).
 std::vector<double> log_softmax_f64(const float* logits, int n);
+// Its shift alone: m + ln sum_j e^(x[j]-m) (logp[k] = (double)x[k] - that, bit for bit).
+double log_sum_exp_f64(const float* logits, int n);
 
 // Compares one position's logits: (n_vocab) reference and candidate rows.
 TokenRecord compare_logits(const float* ref, const float* cand, int n_vocab, int next);
+// The same with the reference's log_sum_exp_f64 already computed (certify computes it on
+// the reference's thread); the same bits as compare_logits.
+TokenRecord compare_logits_lse(const float* ref, double lse_ref, const float* cand, int n_vocab, int next);
 
 // ---- summaries --------------------------------------------------------------------------
 struct MeanSe {

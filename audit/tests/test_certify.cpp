@@ -104,6 +104,27 @@ TEST_CASE("identical logits give zero divergence, large ranges stay finite") {
   CHECK(r.nll_ref == Approx(lse + 800.0).epsilon(1e-13));
 }
 
+TEST_CASE("log_sum_exp_f64 is log_softmax_f64's shift; compare_logits_lse with it is compare_logits") {
+  // certify's overlapped passes compute the reference's log-sum-exp on the reference's thread
+  std::vector<float> ref = {3.0f, -1.0f, 0.5f, -800.0f, 12.0f}, cand = {2.5f, -0.5f, 1.0f, -3.0f, 11.0f};
+  const double lse = log_sum_exp_f64(ref.data(), 5);
+  CHECK(lse == Approx(12.0 + std::log(1.0 + std::exp(-9.0) + std::exp(-13.0) + std::exp(-11.5))).epsilon(1e-15));
+  const std::vector<double> lp = log_softmax_f64(ref.data(), 5);
+  for (int k = 0; k < 5; k++) CHECK(bits(lp[k]) == bits((double)ref[k] - lse));
+  for (int next = 0; next < 5; next++) {
+    const TokenRecord a = compare_logits(ref.data(), cand.data(), 5, next);
+    const TokenRecord b = compare_logits_lse(ref.data(), lse, cand.data(), 5, next);
+    CHECK(bits(a.kld) == bits(b.kld));
+    CHECK(bits(a.nll_ref) == bits(b.nll_ref));
+    CHECK(bits(a.nll_cand) == bits(b.nll_cand));
+    CHECK(bits(a.dp_top) == bits(b.dp_top));
+    CHECK(bits(a.dp_next) == bits(b.dp_next));
+    CHECK((a.top_ref == b.top_ref && a.top_cand == b.top_cand && a.next == b.next));
+  }
+  const TokenRecord off = compare_logits_lse(ref.data(), lse + 1.0, cand.data(), 5, 4);  // the shift is used
+  CHECK(off.nll_ref == Approx(compare_logits(ref.data(), cand.data(), 5, 4).nll_ref + 1.0).epsilon(1e-12));
+}
+
 TEST_CASE("mean, standard error, percentiles, correlation") {
   MeanSe m = mean_se({1, 2, 3, 4});
   CHECK(m.mean == 2.5);

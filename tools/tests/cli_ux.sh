@@ -244,12 +244,13 @@ PY
     [ "$(jqr .verdict)" = PASS ] && jq -e '.files | length == 7' "$WORK/out" >/dev/null || fail "--json: $(head -c 300 "$WORK/out")"
     ;;
   certify_threads)  # --threads 1, 2 and 3 (one pool; the two models' passes overlapped on two groups of
-    # threads) write byte-identical certificates: every file, with int8 KV and a reference cache too
+    # threads) write byte-identical certificates: every file, with int8 KV and a reference cache too;
+    # 9 greedy prompts: two groups (8 + 1), whose four passes the two groups of threads take in turn
     R="$MODELS/gguf/llama2xs.gguf"; C="$MODELS/gguf/llama2xs-q4_0.gguf"; T="$SHARED/corpus/llama2xs-samples.txt"
     need_fixture "$C"
     for t in 1 2 3; do
-      "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --protocol llamacpp --max-chunks 3 \
-        --greedy-prompts 3 --greedy-steps 8 --threads $t --no-png --out "$WORK/l$t" -q >/dev/null ||
+      "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --protocol llamacpp --max-chunks 9 \
+        --greedy-prompts 9 --greedy-steps 8 --threads $t --no-png --out "$WORK/l$t" -q >/dev/null ||
         fail "llamacpp --threads $t: exit $?"
       "$ORACLE" certify --reference "$R" --candidate "$C" --corpus "$T" --max-chunks 2 --candidate-kv-int8 \
         --greedy-prompts 2 --greedy-steps 8 --threads $t --no-png --out "$WORK/f$t" -q >/dev/null ||

@@ -41,6 +41,12 @@ void rows_i8_row(const isa::Kernels& k, float* out, const float* x, const Weight
 
 }  // namespace
 
+int prefill_chunk(int groups, int threads) {
+  const int per_thread = groups / 8 / std::max(threads, 1);  // 32-row chunks per thread, rounded down
+  const int n_chunks = std::max(threads, per_thread * threads);
+  return std::max(1, (groups + n_chunks - 1) / n_chunks);
+}
+
 void matmul_rows(const isa::Kernels& k, float* out, const float* x, const WeightMatrix& w, int T, int K, int N,
                  int row_begin, int row_end) {
   check_shape(w, K);
@@ -86,9 +92,11 @@ void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, 
     }
   };
   if (!pool) return run(0, first_group.back());
-  // Prefill: 32-row chunks claimed in turn (a late or descheduled thread holds up
-  // no other); decode: one fixed range per thread.
-  if (T > 1) pool->parallel_chunks(first_group.back(), 8, run);
+  // Prefill: chunks of about 32 rows claimed in turn (a late or descheduled
+  // thread holds up no other), their count a multiple of the thread count so an
+  // even split exists (stories15m's 288-row matrices: 8 chunks of 36 rows, not
+  // 9 of 32 shared 5 / 4); decode: one fixed range per thread.
+  if (T > 1) pool->parallel_chunks(first_group.back(), prefill_chunk(first_group.back(), pool->size()), run);
   else pool->parallel_for(first_group.back(), run);
 }
 

@@ -33,6 +33,10 @@ struct MatmulJob {
 };
 void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, ThreadPool* pool);
 
+// Prefill's chunk of 4-row groups for `threads` threads: about 8 groups (32
+// rows), the number of chunks a multiple of `threads` (at least one each).
+int prefill_chunk(int groups, int threads);
+
 // One ISA path's kernels over rows [row_begin, row_end), for tests: the
 // scalar table dequantize_row's each block into a buffer (plain lane loops);
 // the SIMD tables decode in registers (k.register_decoder(type)) or, for the

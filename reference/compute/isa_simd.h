@@ -338,8 +338,11 @@ void matmul_rows_f32(float* out, const float* x, const float* w, int T, int K, i
 }
 
 // Stored-type rows: each decoded chunk goes into the outputs' lanes.
+// `ahead` > 0 (decode): each block's byte `ahead` further on is prefetched as
+// the block is decoded (a hint only: never faults, changes no value).
 template <class V, class D, int R, int T>
-void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k) {
+void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_bytes, const float* x, int k,
+                 int64_t ahead = 0) {
   typename V::reg acc[R][T];  // (rows, tokens) x 16 lanes
   for (int r = 0; r < R; r++)
     for (int t = 0; t < T; t++) acc[r][t] = V::zero();
@@ -350,12 +353,15 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
   for (int blk = 0; blk < nb; blk++) {
     const float* xb = x + (int64_t)blk * D::kElems;
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-      D::block(w + r * row_bytes + (int64_t)blk * D::kBytes, [&](int c, typename V::reg wv) {
+    for (int r = 0; r < R; r++) {
+      const uint8_t* b = w + r * row_bytes + (int64_t)blk * D::kBytes;
+      if (ahead > 0) _mm_prefetch((const char*)(b + ahead), _MM_HINT_T0);
+      D::block(b, [&](int c, typename V::reg wv) {
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++)
           acc[r][t] = V::fma(wv, V::load(xb + (int64_t)t * k + 16 * c), acc[r][t]);
       });
+    }
   }
   const int k16 = nb * D::kElems;
   for (int r = 0; r < R; r++)
@@ -528,10 +534,16 @@ void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t
     for (; i < r1; i++) tile_prefill<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, rb);
     return;
   }
-  // decode: the decoder feeds the accumulators directly
+  // decode: the decoder feeds the accumulators directly. 34-byte Q8_0 blocks:
+  // besides the span, each block's next-tile twin (R rows on) is prefetched as
+  // it is decoded (scripts/probes/kernel_probe.c, PROBE_PREFETCH = 4 rows, 1
+  // thread, Zen 4, load 3.4: K = 1536 (ffn_down) 9.9-10.6 -> 15.2-15.4 G
+  // weights/s, K = 576 16.7-16.9 -> 17.2-17.3; for Q4_1 / Q5_0 / F32 it was
+  // mixed or slower, so they keep the span alone).
+  constexpr bool kAhead = D::kElems == 32 && D::kBytes >= 32;
   for (; i + R <= r1; i += R) {
     prefetch_span(w + (int64_t)i * rb, R * rb);
-    tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
+    tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, kAhead ? R * rb : 0);
   }
   for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
 }

@@ -21,6 +21,8 @@
 //       oracle's pool does per matmul. Prefill: omp static.
 //   PROBE_SPAN=0 : decode without the tile-start prefetch of the 32-element and
 //       F32 types (their default mirrors isa_simd.h).
+//   PROBE_PREFETCH=BYTES : each decoded block's byte BYTES on prefetched too
+//       (default as isa_simd.h: 4 rows for Q8_0 and the k-quants, else none).
 //   PROBE_UNPACK=old : the bit unpacking isa_simd.h had before issue 30's
 //       k-quant work (Q5_0: pshufb/cmpeq high bits; Q4_K / Q6_K: scalar scales,
 //       16-byte nibble work), to compare; default: the current one.
@@ -411,7 +413,8 @@ int main(int argc, char** argv) {
   const long chunk = getenv("PROBE_CHUNK") ? atol(getenv("PROBE_CHUNK")) : 0;
   if (rows % 4 || k % kElems[type] || chunk % 4) { fprintf(stderr, "ROWS and PROBE_CHUNK must be multiples of 4, K of the block\n"); return 2; }
   const int64_t rb = (int64_t)k / kElems[type] * kBytes[type];
-  if (!getenv("PROBE_PREFETCH") && kElems[type] == 256 && !g_old) g_prefetch = (int)(4 * rb);  // as isa_simd.h
+  // as isa_simd.h: k-quants' blocks, and Q8_0's besides the span, prefetched one tile (4 rows) ahead
+  if (!getenv("PROBE_PREFETCH") && ((kElems[type] == 256 && !g_old) || type == Q8_0)) g_prefetch = (int)(4 * rb);
   uint8_t* w = aligned_alloc(64, (size_t)((rows * rb + 63) / 64 * 64));
   fill(type, w, rows * rb);
   float* x = aligned_alloc(64, sizeof(float) * T * k);

@@ -1,0 +1,168 @@
+// bench_decode_seq: the roofline of a decode step's matmul sequence (issue 30).
+// Runs the model's matrices per token in the forward's order and grouping (per
+// layer: q/k/v as one job list, o, gate/up as one job list, down; then the LM
+// head) through ops::matmul_jobs with the forward's thread split, on synthetic
+// weights of the given stored type (every byte 0x11: finite scales, no
+// subnormal products), and compares with
+//   one   - the same number of rows as ONE matrix (the probe's single stream),
+//   nosync - every matrix's rows split as the forward splits them, but each
+//           thread runs its share of the whole token with no hand-off between
+//           matrices (not a valid forward: it shows what the hand-offs cost).
+// Prints G weights/s and ms per token for each. Timing only: no value is used.
+//
+//   bench_decode_seq [smollm2|s15m] [Q8_0|Q4_K|F32|...] threads reps [huge]
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/stopwatch.h"
+#include "base/thread_pool.h"
+#include "reference/compute/qmatmul.h"
+#include "reference/model/quant.h"
+
+using namespace oracle;
+
+namespace {
+
+struct Shape {
+  int dim, kv, hidden, layers, vocab;
+};
+
+struct Mat {
+  const uint8_t* w;
+  int n, k;
+};
+
+// Per token, in the forward's order: groups of matrices that share one input
+// (one matmul_jobs call each).
+std::vector<std::vector<Mat>> plan(const Shape& s, DType t, const uint8_t* base) {
+  std::vector<std::vector<Mat>> g;
+  int64_t off = 0;
+  auto take = [&](int n, int k) {
+    Mat m{base + off, n, k};
+    off += dtype_row_bytes(t, k) * n;
+    return m;
+  };
+  for (int l = 0; l < s.layers; l++) {
+    g.push_back({take(s.dim, s.dim), take(s.kv, s.dim), take(s.kv, s.dim)});
+    g.push_back({take(s.dim, s.dim)});
+    g.push_back({take(s.hidden, s.dim), take(s.hidden, s.dim)});
+    g.push_back({take(s.dim, s.hidden)});
+  }
+  g.push_back({take(s.vocab, s.dim)});
+  return g;
+}
+
+int64_t plan_bytes(const Shape& s, DType t) {
+  int64_t b = 0;
+  for (const auto& grp : plan(s, t, nullptr))
+    for (const Mat& m : grp) b += dtype_row_bytes(t, m.k) * m.n;
+  return b;
+}
+
+void run_group(const std::vector<Mat>& grp, DType t, float* out, const float* x, ThreadPool* pool) {
+  std::vector<ops::MatmulJob> jobs;
+  int64_t o = 0;
+  for (const Mat& m : grp) {
+    jobs.push_back({out + o, WeightMatrix(t, m.w), m.n});
+    o += m.n;
+  }
+  ops::matmul_jobs(jobs, x, 1, grp[0].k, pool);
+}
+
+// Each thread's share of one group, as matmul_jobs's parallel_for splits it.
+void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int th, int nth) {
+  int groups = 0;
+  for (const Mat& m : grp) groups += (m.n + 3) / 4;
+  int g0 = (int)((long)groups * th / nth), g1 = (int)((long)groups * (th + 1) / nth), first = 0;
+  const isa::Kernels& k = isa::kernels();
+  int64_t o = 0;
+  for (const Mat& m : grp) {
+    int last = first + (m.n + 3) / 4, a = std::max(g0, first), b = std::min(g1, last);
+    if (a < b)
+      ops::matmul_rows(k, out + o, x, WeightMatrix(t, m.w), 1, m.k, m.n, (a - first) * 4,
+                       std::min(m.n, (b - first) * 4));
+    first = last;
+    o += m.n;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: bench_decode_seq smollm2|s15m TYPE threads reps [huge]\n");
+    return 2;
+  }
+  const std::string model = argv[1];
+  const Shape s = model == "s15m" ? Shape{288, 288, 768, 6, 32000} : Shape{576, 192, 1536, 30, 49152};
+  DType t = DType::F32;
+  bool known = false;
+  for (DType c : {DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q4_K, DType::Q6_K})
+    if (std::string(dtype_name(c)) == argv[2]) t = c, known = true;
+  if (!known) {
+    std::fprintf(stderr, "unknown type %s\n", argv[2]);
+    return 2;
+  }
+  const int nth = std::atoi(argv[3]), reps = std::atoi(argv[4]);
+  const bool huge = argc > 5 && std::string(argv[5]) == "huge";
+  const int64_t bytes = plan_bytes(s, t);
+  const size_t len = (size_t)(bytes + (2 << 20));
+  auto* base = (uint8_t*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return 1;
+  if (huge) madvise(base, len, MADV_HUGEPAGE);
+  std::memset(base, 0x11, len);
+  const auto groups = plan(s, t, base);
+  int64_t weights = 0;
+  for (const auto& grp : groups)
+    for (const Mat& m : grp) weights += (int64_t)m.n * m.k;
+  std::vector<float> x(s.hidden, 0.5f), out(s.vocab + 2 * s.hidden);  // (K), (N)
+  ThreadPool pool(nth);
+  // The same rows as one stream: K = dim rows of the step's weight count.
+  const std::vector<Mat> one{{base, (int)(weights / s.dim), s.dim}};
+  std::vector<float> out1(one[0].n);
+  auto best = [&](auto&& step) {
+    double b = 1e30;
+    for (int r = 0; r < reps; r++) {
+      Stopwatch sw;
+      for (int tok = 0; tok < 16; tok++) step();
+      b = std::min(b, sw.seconds() / 16);
+    }
+    return b;
+  };
+  const double t_seq = best([&] {
+    for (const auto& grp : groups) run_group(grp, t, out.data(), x.data(), &pool);
+  });
+  const double t_one = best([&] { run_group(one, t, out1.data(), x.data(), &pool); });
+  const double t_nosync = best([&] {
+    pool.parallel_for(nth, [&](int th, int) {
+      for (const auto& grp : groups) share(grp, t, out.data(), x.data(), th, nth);
+    });
+  });
+  // Where the sequence's time goes: G weights/s per group kind (qkv, o, gate/up, down, head).
+  double kind_s[5] = {0, 0, 0, 0, 0}, kind_w[5] = {0, 0, 0, 0, 0};
+  for (int r = 0; r < reps; r++)
+    for (size_t gi = 0; gi < groups.size(); gi++) {
+      const int kind = gi + 1 == groups.size() ? 4 : (int)(gi % 4);
+      Stopwatch sw;
+      run_group(groups[gi], t, out.data(), x.data(), &pool);
+      kind_s[kind] += sw.seconds();
+      for (const Mat& m : groups[gi]) kind_w[kind] += (double)m.n * m.k;
+    }
+  std::printf("%s %s threads %d%s: %.1f M weights/token (%.1f MB)\n", model.c_str(), argv[2], nth,
+              huge ? " hugepage" : "", weights / 1e6, bytes / 1e6);
+  std::printf("  seq    %.3f ms/token  %.2f G weights/s  (%.1f tok/s)\n", t_seq * 1e3, weights / t_seq / 1e9,
+              1 / t_seq);
+  std::printf("  one    %.3f ms/token  %.2f G weights/s\n", t_one * 1e3, weights / t_one / 1e9);
+  std::printf("  nosync %.3f ms/token  %.2f G weights/s\n", t_nosync * 1e3, weights / t_nosync / 1e9);
+  const char* names[5] = {"qkv", "o", "gate/up", "down", "head"};
+  for (int i = 0; i < 5; i++)
+    std::printf("  %-7s %.2f G weights/s (%.3f ms/token)\n", names[i], kind_w[i] / kind_s[i] / 1e9,
+                kind_s[i] / reps * 1e3);
+  munmap(base, len);
+  return 0;
+}

@@ -337,6 +337,32 @@ void matmul_rows_f32(float* out, const float* x, const float* w, int T, int K, i
   }
 }
 
+// The R x T outputs of a tile from their accumulators: out[t * ldo + r] =
+// tree(acc[r][t]) when k is whole 16-element chunks (a tile of 16 outputs all
+// at once where V has tree16: the same adds, transposed), else
+// finish_lanes_stored's tail. Inlined, so the accumulators stay in registers.
+template <class V, int R, int T>
+[[gnu::always_inline]] inline void finish_tile(float* out, int ldo, typename V::reg (&acc)[R][T], DType type,
+                                               const uint8_t* w, int64_t row_bytes, const float* x, int k16, int k) {
+  if constexpr (requires { V::kTree16; } && R * T == 16)
+    if (k16 == k) {
+      alignas(64) float s[16];  // (tokens, rows)
+      V::template tree16<R>(&acc[0][0], s);
+      for (int t = 0; t < T; t++) std::memcpy(out + t * ldo, s + t * R, sizeof(float) * R);
+      return;
+    }
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) {
+      if (k16 == k) {
+        out[t * ldo + r] = V::tree(acc[r][t]);
+        continue;
+      }
+      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
+      V::store(lanes, acc[r][t]);
+      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
+    }
+}
+
 // Stored-type rows: each decoded chunk goes into the outputs' lanes.
 // `ahead` > 0 (decode): each block's byte `ahead` further on is prefetched as
 // the block is decoded (a hint only: never faults, changes no value).
@@ -363,43 +389,7 @@ void tile_stored(float* out, int ldo, DType type, const uint8_t* w, int64_t row_
       });
     }
   }
-  const int k16 = nb * D::kElems;
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) {
-      if (k16 == k) {
-        out[t * ldo + r] = V::tree(acc[r][t]);
-        continue;
-      }
-      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
-      V::store(lanes, acc[r][t]);
-      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
-    }
-}
-
-// The R x T outputs of a tile from their accumulators: out[t * ldo + r] =
-// tree(acc[r][t]) when k is whole 16-element chunks (a tile of 16 outputs all
-// at once where V has tree16: the same adds, transposed), else
-// finish_lanes_stored's tail. Inlined, so the accumulators stay in registers.
-template <class V, int R, int T>
-[[gnu::always_inline]] inline void finish_tile(float* out, int ldo, typename V::reg (&acc)[R][T], DType type,
-                                               const uint8_t* w, int64_t row_bytes, const float* x, int k16, int k) {
-  if constexpr (requires { V::kTree16; } && R * T == 16)
-    if (k16 == k) {
-      alignas(64) float s[16];  // (tokens, rows)
-      V::template tree16<R>(&acc[0][0], s);
-      for (int t = 0; t < T; t++) std::memcpy(out + t * ldo, s + t * R, sizeof(float) * R);
-      return;
-    }
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) {
-      if (k16 == k) {
-        out[t * ldo + r] = V::tree(acc[r][t]);
-        continue;
-      }
-      alignas(64) float lanes[kL];  // the k % 16 tail of a plain-type row
-      V::store(lanes, acc[r][t]);
-      out[t * ldo + r] = finish_lanes_stored(lanes, type, w + r * row_bytes, x + (int64_t)t * k, k16, k);
-    }
+  finish_tile<V, R, T>(out, ldo, acc, type, w, row_bytes, x, nb * D::kElems, k);
 }
 
 // ---- prefill (several tokens) --------------------------------------------------

@@ -32,6 +32,11 @@ seed() {  # target -> fixture files for its corpus
   esac
 }
 
+# The targets write each input to a per-process scratch file (fuzz/fuzz_support.h
+# scratch_path, under $TMPDIR): a folder of this run's own, removed on exit.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/oracle_fuzz.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 export ORACLE_SHARED_DIR=$SHARED ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # One target per core at a time (FUZZ_PAR, default nproc): each still gets FUZZ_SECONDS of
 # its own core; results are printed in target order once all have finished.

@@ -104,7 +104,7 @@ static float scalar_dot(int type, const uint8_t* row, const float* x, int k) {
   return tree16(acc);
 }
 
-// ---- AVX-512: the decoders of isa_simd.h ---------------------------------------
+// ---- AVX-512: the decoders of isa_decoders.h -----------------------------------
 #define INL static inline __attribute__((always_inline))
 INL __m128i lo4(__m128i v) { return _mm_and_si128(v, _mm_set1_epi8(15)); }
 INL __m128i hi4(__m128i v) { return _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)); }

@@ -346,13 +346,13 @@ void rows_stored(float* out, const float* x, DType type, const uint8_t* w, int64
   if (n_tok == 1) return row_block<V, D, 4, 1>(out, x, type, w, rb, k, n_out, r0, r1, 0);
   constexpr int TR = V::kTileRows, TT = V::kTileTokens;
   const int t4 = n_tok / TT * TT, t1 = t4 + (TT > 4 ? (n_tok - t4) / 4 * 4 : 0);  // first 4-group, first single
-  const bool all_rows = D::kElems <= 32 && k / D::kElems <= kSegmentFloats / TT / D::kElems;  // one segment
-  for (int b0 = r0; b0 < r1; b0 += 32) {
-    const int b1 = all_rows ? r1 : min_i(r1, b0 + 32);
+  const bool one_segment = D::kElems <= 32 && k / D::kElems <= kSegmentFloats / TT / D::kElems;
+  const int block = one_segment ? r1 - r0 : 32;  // rows per pass over the token groups
+  for (int b0 = r0; b0 < r1; b0 += block) {
+    const int b1 = min_i(r1, b0 + block);
     for (int t = 0; t < t4; t += TT) prefill_block<V, D, TR, TT>(out, x, type, w, rb, k, n_out, b0, b1, t);
     for (int t = t4; t < t1; t += 4) prefill_block<V, D, TR, 4>(out, x, type, w, rb, k, n_out, b0, b1, t);
     for (int t = t1; t < n_tok; t++) row_block<V, D, 1, 1>(out, x, type, w, rb, k, n_out, b0, b1, t);
-    if (all_rows) break;
   }
 }
 

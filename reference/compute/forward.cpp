@@ -8,6 +8,7 @@
 // one rank the slices are the whole matrices and the gathers are copies.
 #include "reference/compute/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -51,8 +52,9 @@ struct RunState {
   std::vector<float> gate, up;      // (n, local hidden_dim); gate becomes the SwiGLU output
   std::vector<float> act;           // (n, hidden_dim) SwiGLU output, gathered
   std::vector<float> rope_cos, rope_sin;  // (n, head_dim / 2) RoPE table rows
-  std::vector<const float*> kv_ptr;       // (sum over rows of 2 * (pos + 1)) K/V row pointers
-  std::vector<long> kv_at;                // (n) offset of row r's pointers in kv_ptr
+  std::vector<const float*> kv_ptr;  // per run of rows of one sequence: K row pointers of positions 0..P, then V's
+  std::vector<long> kv_at;           // (n) offset of row r's run's pointers in kv_ptr
+  std::vector<int> kv_len;           // (n) P + 1 of row r's run: its V pointers start kv_len after its K's
 };
 
 struct Ctx {
@@ -153,6 +155,7 @@ void alloc_state(const Ctx& cx, int n, RunState& st) {
   st.rope_cos.resize((size_t)n * (c.head_dim / 2));
   st.rope_sin.resize((size_t)n * (c.head_dim / 2));
   st.kv_at.resize(n);
+  st.kv_len.resize(n);
 }
 
 // ============================================================================
@@ -187,7 +190,8 @@ void add_bias_rows(float* y, const float* b, int T, int n) {  // y (T, n), b (n)
 // Attention block
 // ============================================================================
 // Stores row r's k, v at its position, then gathers the K/V row pointers of
-// positions 0..pos of its sequence (rows of one call see each other's K/V).
+// each run of consecutive rows of one sequence: positions 0..P, P the run's
+// last position (rows of one call see each other's K/V; a row reads its prefix).
 void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
   int kv_dim = cx.sl.kv_rows.size();  // this rank's kv heads (the cache holds only these)
   for (int r = 0; r < st.n; r++) {
@@ -204,42 +208,80 @@ void store_and_gather_kv(const Ctx& cx, int layer, RunState& st) {
     }
   }
   st.kv_ptr.clear();  // keeps its capacity from the previous layer
-  for (int r = 0; r < st.n; r++) {  // row r: its keys at positions 0..pos, then its values
-    const Row& row = cx.rows[r];
-    st.kv_at[r] = (long)st.kv_ptr.size();
-    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.key(row.seq, layer, j));
-    for (int j = 0; j <= row.pos; j++) st.kv_ptr.push_back(cx.kv.value(row.seq, layer, j));
+  for (int r0 = 0, r1; r0 < st.n; r0 = r1) {
+    const int seq = cx.rows[r0].seq;
+    int last = cx.rows[r0].pos;
+    for (r1 = r0 + 1; r1 < st.n && cx.rows[r1].seq == seq; r1++) last = std::max(last, cx.rows[r1].pos);
+    const long at = (long)st.kv_ptr.size();
+    for (int j = 0; j <= last; j++) st.kv_ptr.push_back(cx.kv.key(seq, layer, j));
+    for (int j = 0; j <= last; j++) st.kv_ptr.push_back(cx.kv.value(seq, layer, j));
+    for (int r = r0; r < r1; r++) st.kv_at[r] = at, st.kv_len[r] = last + 1;
   }
 }
 
-// The j-th row of the attention task order: rows from both ends in turn
+// The j-th task of the attention order: blocks from both ends in turn
 // (0, n-1, 1, n-2, ...). A prefill row's cost grows with its position; the
-// threads claim rows in this order, so neither is left alone with the longest
+// threads claim blocks in this order, so neither is left alone with the longest
 // rows at the end (with fixed ranges in row order the last of 2 threads got ~3/4
-// of the keys). Which thread computes a row changes none of its bits.
+// of the keys). Which thread computes a query changes none of its bits.
 int zigzag_row(int j, int n) { return j % 2 == 0 ? j / 2 : n - 1 - j / 2; }
 
-// One task per (row, query head of this rank), split over the pool. Local
-// head h is query head q0 + h, reading kv head (q0 + h) / group of the cache
-// (which holds this rank's kv heads from kv_heads.begin).
+// Rows per attention task: enough of a run's rows to fill up to kAttnQueries
+// queries with one kv head's query heads, a multiple of 4 queries where one
+// exists (dot_rows's 4 x 4 tiles).
+int rows_per_task(int group) {
+  const int most = std::max(1, ops::kAttnQueries / group);
+  for (int r = most; r >= 1; r--)
+    if (r * group % 4 == 0) return r;
+  return most;
+}
+
+// Row blocks [r0, r1) of at most rows_per_task rows, each within one run of a sequence.
+std::vector<std::pair<int, int>> attention_blocks(const RunState& st, int per) {
+  std::vector<std::pair<int, int>> blocks;
+  for (int r0 = 0, r1; r0 < st.n; r0 = r1) {
+    for (r1 = r0 + 1; r1 < st.n && r1 - r0 < per && st.kv_at[r1] == st.kv_at[r0];) r1++;
+    blocks.push_back({r0, r1});
+  }
+  return blocks;
+}
+
+// One task per (row block, kv head of this rank): the block's rows times the
+// kv head's query heads as one attention_queries call, so each K/V chunk is
+// read once for all of them. Local head h is query head q0 + h, reading kv head
+// (q0 + h) / group of the cache (which holds this rank's kv heads from kv_heads.begin).
 void attend(const Ctx& cx, RunState& st) {
   const Config& c = cx.c;
   int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
   int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
   std::vector<float>& att = slice_out(cx, st.att_local, st.att);  // (n, q_dim)
+  const auto blocks = attention_blocks(st, rows_per_task(group));
+  const int kv_first = q0 / group, n_kv = (q0 + heads - 1) / group - kv_first + 1;  // this rank's kv heads
   auto tasks = [&](int begin, int end) {
-    std::vector<float> o_chunk(c.head_dim);  // (head_dim)
+    std::vector<float> o_chunk((size_t)ops::kAttnQueries * c.head_dim);  // (queries, head_dim)
+    std::vector<float*> out;
+    std::vector<const float*> q;
+    std::vector<int> n_pos;
     for (int task = begin; task < end; task++) {
-      int r = zigzag_row(task / heads, st.n), h = task % heads, n_pos = cx.rows[r].pos + 1;
-      const float* const* p = &st.kv_ptr[st.kv_at[r]];
-      ops::KvRows rows{p, p + n_pos, ((q0 + h) / group - kv0) * c.head_dim};
-      float* out = &att[(size_t)r * q_dim + (size_t)h * c.head_dim];
-      ops::attention(out, &st.q[(size_t)r * q_dim + (size_t)h * c.head_dim], rows, n_pos,
-                     c.head_dim, o_chunk.data(), ggml(cx));
+      const auto [r0, r1] = blocks[zigzag_row(task / n_kv, (int)blocks.size())];
+      const int g = kv_first + task % n_kv;  // kv head; its local query heads [h0, h1)
+      const int h0 = std::max(0, g * group - q0), h1 = std::min(heads, (g + 1) * group - q0);
+      out.clear(), q.clear(), n_pos.clear();
+      for (int r = r0; r < r1; r++)
+        for (int h = h0; h < h1; h++) {
+          out.push_back(&att[(size_t)r * q_dim + (size_t)h * c.head_dim]);
+          q.push_back(&st.q[(size_t)r * q_dim + (size_t)h * c.head_dim]);
+          n_pos.push_back(cx.rows[r].pos + 1);
+        }
+      const float* const* p = &st.kv_ptr[st.kv_at[r0]];
+      const ops::KvRows rows{p, p + st.kv_len[r0], (g - kv0) * c.head_dim};
+      ops::attention_queries(out.data(), q.data(), n_pos.data(), (int)out.size(), rows, c.head_dim,
+                             o_chunk.data(), ggml(cx));
     }
   };
-  if (st.n > 1) cx.pool->parallel_chunks(st.n * heads, heads, tasks);  // one row's heads per chunk
-  else cx.pool->parallel_for(heads, tasks);  // decode: one fixed range of heads per thread
+  const int n_tasks = (int)blocks.size() * n_kv;
+  if (st.n > 1) cx.pool->parallel_chunks(n_tasks, n_kv, tasks);  // one block's kv heads per chunk
+  else cx.pool->parallel_for(n_tasks, tasks);  // decode: one fixed range of kv heads per thread
 }
 
 void attention_block(const Ctx& cx, int l, RunState& st) {

@@ -89,11 +89,14 @@ struct Kernels {
   // exp_canonical's and silu's own operations, 16 floats per step on the SIMD paths; h may
   // alias gate or up.
   void (*swiglu)(float* h, const float* gate, const float* up, int n);
-  // Attention (ops.cpp attention_chunk). out[j] = dot(q, rows[j] + offset, n) for j < m (q·k).
-  void (*dot_rows)(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n);
-  // o[d] = fma_rn(rows[j][offset + d], e[j], o[d]) for j = 0 .. m-1 in turn, d < n (p·v:
-  // scale_fma with a == 1 once per j, in j order).
-  void (*pv_rows)(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n);
+  // Attention (ops.cpp attention_queries), nq queries sharing one kv head's rows.
+  // out[i * ld + j] = dot(q[i], rows[j] + offset, n) for i < nq, j < m (q·k).
+  void (*dot_rows)(float* out, int ld, const float* const* q, int nq, const float* const* rows, int64_t offset,
+                   int m, int n);
+  // o[i][d] = fma_rn(rows[j][offset + d], e[i * ld + j], o[i][d]) for j = 0 .. m[i]-1 in
+  // turn, d < n, i < nq (p·v: scale_fma with a == 1 once per j, in j order).
+  void (*pv_rows)(float* const* o, const float* e, int ld, const int* m, int nq, const float* const* rows,
+                  int64_t offset, int n);
   // out[k] = num::exp_canonical(v[k]) for k < n (softmax weights); v and out may alias.
   void (*exp_f32)(const float* v, float* out, int n);
 };

@@ -50,11 +50,15 @@ void exp_nonpositive_scalar(const double* v, double* out, int n) { exp_nonpositi
 void swiglu_scalar(float* h, const float* gate, const float* up, int n) { swiglu_tail(h, gate, up, 0, n); }
 void exp_f32_scalar(const float* v, float* out, int n) { exp_f32_tail(v, out, 0, n); }
 float dot_scalar(const float* a, const float* b, int n);
-void dot_rows_scalar(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
-  for (int j = 0; j < m; j++) out[j] = dot_scalar(q, rows[j] + offset, n);
+void dot_rows_scalar(float* out, int ld, const float* const* q, int nq, const float* const* rows, int64_t offset,
+                     int m, int n) {
+  for (int i = 0; i < nq; i++)
+    for (int j = 0; j < m; j++) out[(int64_t)i * ld + j] = dot_scalar(q[i], rows[j] + offset, n);
 }
-void pv_rows_scalar(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n) {
-  for (int j = 0; j < m; j++) scale_fma_tail(o, 1.0f, rows[j] + offset, e[j], 0, n);
+void pv_rows_scalar(float* const* o, const float* e, int ld, const int* m, int nq, const float* const* rows,
+                    int64_t offset, int n) {
+  for (int i = 0; i < nq; i++)
+    for (int j = 0; j < m[i]; j++) scale_fma_tail(o[i], 1.0f, rows[j] + offset, e[(int64_t)i * ld + j], 0, n);
 }
 
 // ---- F32 --------------------------------------------------------------------

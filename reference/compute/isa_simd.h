@@ -22,6 +22,7 @@
 // Decoders: isa_decoders.h (one storage block into float32 chunks of 16).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -510,24 +511,109 @@ void dot_group(float* out, const float* q, const float* const* rows, int64_t off
   }
 }
 
+// QT queries x KT keys, QT * KT == 16 (V with tree16, n whole 16-element
+// chunks): out[a * ld + b] = dot(q[a], rows[b] + offset, n). Each chunk of the
+// KT keys and QT queries loaded once for all 16 pairs; each pair's lanes take
+// their fmas in increasing k, then the 16 trees at once (tree16: the same adds).
+template <class V, int QT, int KT>
+void dot_tile16(float* out, int ld, const float* const* q, const float* const* rows, int64_t offset, int n) {
+  typename V::reg acc[QT * KT];  // (queries, keys) x 16 lanes
+#pragma GCC unroll 16
+  for (int i = 0; i < QT * KT; i++) acc[i] = V::zero();
+  for (int kk = 0; kk < n; kk += kL) {
+    typename V::reg kv[KT];
+#pragma GCC unroll 16
+    for (int b = 0; b < KT; b++) kv[b] = V::load(rows[b] + offset + kk);
+#pragma GCC unroll 16
+    for (int a = 0; a < QT; a++) {
+      const auto qv = V::load(q[a] + kk);
+#pragma GCC unroll 16
+      for (int b = 0; b < KT; b++) acc[a * KT + b] = V::fma(qv, kv[b], acc[a * KT + b]);
+    }
+  }
+  alignas(64) float s[16];  // (queries, keys)
+  V::template tree16<1>(acc, s);
+  for (int a = 0; a < QT; a++) std::memcpy(out + (int64_t)a * ld, s + a * KT, sizeof(float) * KT);
+}
+
+// One query: out[j] = dot(q, rows[j] + offset, n) for j < m, keys 16 (tree16), then 4, then 1 at a time.
 template <class V>
-void dot_rows(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
+void dot_query(float* out, const float* q, const float* const* rows, int64_t offset, int m, int n) {
   int j = 0;
+  if constexpr (requires { V::kTree16; })
+    if (n % kL == 0)
+      for (; j + 16 <= m; j += 16) dot_tile16<V, 1, 16>(out + j, 0, &q, rows + j, offset, n);
   for (; j + 4 <= m; j += 4) dot_group<V, 4>(out + j, q, rows + j, offset, n);
   for (; j < m; j++) dot_group<V, 1>(out + j, q, rows + j, offset, n);
 }
 
-// o[d] = fma_rn(rows[j][offset + d], e[j], o[d]) for j = 0, 1, ..., m - 1 in turn, d < n
-// (attention's p·v): 16 elements of o stay in a register across all j.
+// out[i * ld + j] = dot(q[i], rows[j] + offset, n) for i < nq, j < m (attention's
+// q·k for queries sharing a kv head): 4 queries x 4 keys per tile where V has
+// tree16, the rest query by query. Every output has dot<V>'s lanes, fmas and tree.
 template <class V>
-void pv_rows(float* o, const float* const* rows, int64_t offset, const float* e, int m, int n) {
-  const int n16 = n - n % kL;
-  for (int d = 0; d < n16; d += kL) {
-    auto ov = V::load(o + d);
-    for (int j = 0; j < m; j++) ov = V::fma(V::load(rows[j] + offset + d), V::set1(e[j]), ov);
-    V::store(o + d, ov);
+void dot_rows(float* out, int ld, const float* const* q, int nq, const float* const* rows, int64_t offset, int m,
+              int n) {
+  int i = 0;
+  if constexpr (requires { V::kTree16; })
+    if (n % kL == 0)
+      for (; i + 4 <= nq; i += 4) {
+        int j = 0;
+        for (; j + 4 <= m; j += 4) dot_tile16<V, 4, 4>(out + (int64_t)i * ld + j, ld, q + i, rows + j, offset, n);
+        for (int a = 0; a < 4 && j < m; a++) dot_query<V>(out + (int64_t)(i + a) * ld + j, q[i + a], rows + j, offset, m - j, n);
+      }
+  for (; i < nq; i++) dot_query<V>(out + (int64_t)i * ld, q[i], rows, offset, m, n);
+}
+
+// o[a][d0 + d] += rows[j][offset + d0 + d] * e[a * ld + j] (one fma_rn) for j < m in turn,
+// a < Q, d < 16 B: Q x B chunks of o in registers across all j (their chains
+// independent), each chunk of a value row loaded once for the Q queries.
+template <class V, int Q, int B>
+void pv_tile(float* const* o, const float* e, int ld, int m, const float* const* rows, int64_t offset, int d0) {
+  typename V::reg ov[Q][B];  // (queries, chunks) x 16 elements of o
+  for (int a = 0; a < Q; a++)
+    for (int b = 0; b < B; b++) ov[a][b] = V::load(o[a] + d0 + b * kL);
+  for (int j = 0; j < m; j++) {
+    const float* v = rows[j] + offset + d0;
+    typename V::reg vb[B];
+    for (int b = 0; b < B; b++) vb[b] = V::load(v + b * kL);
+    for (int a = 0; a < Q; a++) {
+      const auto ea = V::set1(e[(int64_t)a * ld + j]);
+      for (int b = 0; b < B; b++) ov[a][b] = V::fma(vb[b], ea, ov[a][b]);
+    }
   }
-  for (int j = 0; j < m; j++) scale_fma_tail(o, 1.0f, rows[j] + offset, e[j], n16, n);
+  for (int a = 0; a < Q; a++)
+    for (int b = 0; b < B; b++) V::store(o[a] + d0 + b * kL, ov[a][b]);
+}
+
+// Elements [d0, n16) of Q queries' o over the value rows [0, m).
+template <class V, int Q>
+void pv_chunks(float* const* o, const float* e, int ld, int m, const float* const* rows, int64_t offset, int d0,
+               int n16) {
+  int d = d0;
+  if constexpr (Q == 1)
+    for (; d + 8 * kL <= n16; d += 8 * kL) pv_tile<V, 1, 8>(o, e, ld, m, rows, offset, d);
+  for (; d + 4 * kL <= n16; d += 4 * kL) pv_tile<V, Q, 4>(o, e, ld, m, rows, offset, d);
+  for (; d < n16; d += kL) pv_tile<V, Q, 1>(o, e, ld, m, rows, offset, d);
+}
+
+// o[i][d] = fma_rn(rows[j][offset + d], e[i * ld + j], o[i][d]) for j = 0, 1, ..., m[i] - 1
+// in turn, d < n, i < nq (attention's p·v): 4 queries at a time over the value
+// rows all of them take, then each query's own further rows (still in j order).
+template <class V>
+void pv_rows(float* const* o, const float* e, int ld, const int* m, int nq, const float* const* rows, int64_t offset,
+             int n) {
+  const int n16 = n - n % kL;
+  int i = 0;
+  for (; i + 4 <= nq; i += 4) {
+    const int common = std::min(std::min(m[i], m[i + 1]), std::min(m[i + 2], m[i + 3]));
+    pv_chunks<V, 4>(o + i, e + (int64_t)i * ld, ld, common, rows, offset, 0, n16);
+    for (int a = 0; a < 4; a++)
+      pv_chunks<V, 1>(o + i + a, e + (int64_t)(i + a) * ld + common, ld, m[i + a] - common, rows + common, offset, 0,
+                      n16);
+  }
+  for (; i < nq; i++) pv_chunks<V, 1>(o + i, e + (int64_t)i * ld, ld, m[i], rows, offset, 0, n16);
+  for (i = 0; i < nq; i++)
+    for (int j = 0; j < m[i]; j++) scale_fma_tail(o[i], 1.0f, rows[j] + offset, e[(int64_t)i * ld + j], n16, n);
 }
 
 // out[k] = num::exp_canonical(v[k]) for k < n, 16 per step (exp_canonical_lanes); v, out may alias.

@@ -80,14 +80,14 @@ void rope_apply(float* v, int n_heads, int head_dim, const float* cos_row, const
 }
 
 // ---- attention -------------------------------------------------------------------
-void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
-                     float* s, float* o, bool ggml_scales) {
-  float score[kAttnChunk];  // (j1 - j0) scores, then their exps
-  const int n = j1 - j0;
-  const isa::Kernels& k = isa::kernels();
-  float scale = num::sqrt_rn((float)head_dim);
+namespace {
+
+// A chunk's n scores become its softmax weights in place: e_j =
+// exp_canonical(score_j / sqrt(hd) - mc) (ggml profile: score_j * (1 / sqrt(hd))),
+// mc the chunk's max (NaN skipped). Returns mc; *sum = the e_j added in increasing j.
+float chunk_weights(float* score, int n, int head_dim, bool ggml_scales, float* sum) {
+  const float scale = num::sqrt_rn((float)head_dim);
   const float kq_scale = div_rn(1.0f, scale);  // ggml: kq_scale = 1.0f / sqrtf(hd), multiplied
-  k.dot_rows(score, q, kv.keys + j0, kv.offset, n, head_dim);  // q·k, each key's dot
   float mc = -num::inf_f32();
   for (int j = 0; j < n; j++) {
     score[j] = ggml_scales ? mul_rn(score[j], kq_scale) : div_rn(score[j], scale);
@@ -95,36 +95,81 @@ void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_
   }
   if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
   for (int j = 0; j < n; j++) score[j] = sub_rn(score[j], mc);
-  k.exp_f32(score, score, n);  // e_j = exp_canonical(score_j - mc)
-  float sum = 0.0f;
-  for (int j = 0; j < n; j++) sum = add_rn(sum, score[j]);
+  isa::kernels().exp_f32(score, score, n);  // e_j = exp_canonical(score_j - mc)
+  float s = 0.0f;
+  for (int j = 0; j < n; j++) s = add_rn(s, score[j]);
+  *sum = s;
+  return mc;
+}
+
+// The running max M, sum L and output out take one more chunk (mc, sc, o_chunk).
+void merge_chunk(float* out, float* M, float* L, float mc, float sc, const float* o_chunk, int head_dim) {
+  const float Mn = mc > *M ? mc : *M;
+  const float a = num::exp_canonical(sub_rn(*M, Mn)), b = num::exp_canonical(sub_rn(mc, Mn));
+  // rescale the running value (one mul), accumulate the chunk (one fma)
+  *L = fma_rn(sc, b, mul_rn(*L, a));
+  isa::kernels().scale_fma(out, a, o_chunk, b, head_dim);  // out[d] = fma_rn(o_chunk[d], b, mul_rn(out[d], a))
+  *M = Mn;
+}
+
+// nq <= kAttnQueries queries, chunk by chunk: a chunk's q·k for every query whose
+// positions reach it (a query's chunk 0 goes straight into its out, as attention's).
+void attention_group(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
+                     int head_dim, float* o_chunk, bool ggml_scales) {
+  const isa::Kernels& k = isa::kernels();
+  float score[kAttnQueries][kAttnChunk];  // (queries of the chunk, positions of the chunk)
+  float M[kAttnQueries], L[kAttnQueries], mc[kAttnQueries], sc[kAttnQueries];
+  const int max_pos = *std::max_element(n_pos, n_pos + nq);
+  for (int j0 = 0; j0 < max_pos; j0 += kAttnChunk) {
+    int idx[kAttnQueries], m[kAttnQueries], na = 0, m_max = 0;  // the queries this chunk reaches
+    const float* qa[kAttnQueries];
+    float* oa[kAttnQueries];
+    for (int i = 0; i < nq; i++) {
+      if (n_pos[i] <= j0) continue;
+      idx[na] = i, qa[na] = q[i], m[na] = std::min(n_pos[i], j0 + kAttnChunk) - j0;
+      oa[na] = j0 == 0 ? out[i] : o_chunk + (size_t)na * head_dim;
+      m_max = std::max(m_max, m[na++]);
+    }
+    k.dot_rows(&score[0][0], kAttnChunk, qa, na, kv.keys + j0, kv.offset, m_max, head_dim);  // q·k
+    for (int a = 0; a < na; a++) {
+      mc[a] = chunk_weights(score[a], m[a], head_dim, ggml_scales, &sc[a]);
+      std::fill(oa[a], oa[a] + head_dim, 0.0f);
+    }
+    k.pv_rows(oa, &score[0][0], kAttnChunk, m, na, kv.values + j0, kv.offset, head_dim);  // p·v, j in order
+    for (int a = 0; a < na; a++) {
+      const int i = idx[a];
+      if (j0 == 0) M[i] = mc[a], L[i] = sc[a];
+      else merge_chunk(out[i], &M[i], &L[i], mc[a], sc[a], oa[a], head_dim);
+    }
+  }
+  for (int i = 0; i < nq; i++) {
+    const float l_inv = div_rn(1.0f, L[i]);  // ggml: S_inv = 1.0f / S, then V *= S_inv
+    for (int d = 0; d < head_dim; d++) out[i][d] = ggml_scales ? mul_rn(out[i][d], l_inv) : div_rn(out[i][d], L[i]);
+  }
+}
+
+}  // namespace
+
+void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_dim, float* m,
+                     float* s, float* o, bool ggml_scales) {
+  float score[kAttnChunk];  // (j1 - j0) scores, then their exps
+  const int n = j1 - j0;
+  const isa::Kernels& k = isa::kernels();
+  k.dot_rows(score, kAttnChunk, &q, 1, kv.keys + j0, kv.offset, n, head_dim);  // q·k, each key's dot
+  *m = chunk_weights(score, n, head_dim, ggml_scales, s);
   for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
-  k.pv_rows(o, kv.values + j0, kv.offset, score, n, head_dim);  // p·v: o[d] = fma_rn(v_j[d], e_j, o[d]), j in order
-  *m = mc;
-  *s = sum;
+  k.pv_rows(&o, score, kAttnChunk, &n, 1, kv.values + j0, kv.offset, head_dim);  // p·v: o[d] = fma_rn(v_j[d], e_j, o[d])
 }
 
 void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head_dim,
                float* o_chunk, bool ggml_scales) {
-  float M = 0.0f, Lsum = 0.0f;  // running max and sum; out holds the running O
-  for (int j0 = 0; j0 < n_pos; j0 += kAttnChunk) {
-    int j1 = std::min(n_pos, j0 + kAttnChunk);
-    float mc, sc;
-    attention_chunk(q, kv, j0, j1, head_dim, &mc, &sc, j0 == 0 ? out : o_chunk, ggml_scales);
-    if (j0 == 0) {
-      M = mc;
-      Lsum = sc;
-      continue;
-    }
-    float Mn = mc > M ? mc : M;
-    float a = num::exp_canonical(sub_rn(M, Mn)), b = num::exp_canonical(sub_rn(mc, Mn));
-    // rescale the running value (one mul), accumulate the chunk (one fma)
-    Lsum = fma_rn(sc, b, mul_rn(Lsum, a));
-    isa::kernels().scale_fma(out, a, o_chunk, b, head_dim);  // out[d] = fma_rn(o_chunk[d], b, mul_rn(out[d], a))
-    M = Mn;
-  }
-  const float l_inv = div_rn(1.0f, Lsum);  // ggml: S_inv = 1.0f / S, then V *= S_inv
-  for (int d = 0; d < head_dim; d++) out[d] = ggml_scales ? mul_rn(out[d], l_inv) : div_rn(out[d], Lsum);
+  attention_queries(&out, &q, &n_pos, 1, kv, head_dim, o_chunk, ggml_scales);
+}
+
+void attention_queries(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
+                       int head_dim, float* o_chunk, bool ggml_scales) {
+  for (int i = 0; i < nq; i += kAttnQueries)
+    attention_group(out + i, q + i, n_pos + i, std::min(kAttnQueries, nq - i), kv, head_dim, o_chunk, ggml_scales);
 }
 
 }  // namespace oracle::ops

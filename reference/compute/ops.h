@@ -67,4 +67,14 @@ void attention_chunk(const float* q, const KvRows& kv, int j0, int j1, int head_
 void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head_dim,
                float* o_chunk, bool ggml_scales = false);
 
+// out[i] = attention(q[i], kv, n_pos[i]) for i < nq: queries that share one
+// sequence's K/V rows of one kv head (a row's query heads of one group, and
+// neighbouring rows of a prefill), each output's bits attention()'s (the same
+// chunks, and per query the same ops in the same order); each chunk's keys and
+// values are read once for up to kAttnQueries of them. kv must hold the largest
+// n_pos's rows. o_chunk: scratch (min(nq, kAttnQueries) * head_dim).
+constexpr int kAttnQueries = 16;
+void attention_queries(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
+                       int head_dim, float* o_chunk, bool ggml_scales = false);
+
 }  // namespace oracle::ops

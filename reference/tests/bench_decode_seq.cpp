@@ -1,16 +1,18 @@
-// bench_decode_seq: the roofline of a decode step's matmul sequence (issue 30).
-// Runs the model's matrices per token in the forward's order and grouping (per
-// layer: q/k/v as one job list, o, gate/up as one job list, down; then the LM
-// head) through ops::matmul_jobs with the forward's thread split, on synthetic
+// bench_decode_seq: the roofline of a decode step's (or a prefill's) matmul
+// sequence (issue 30). Runs the model's matrices in the forward's order and
+// grouping (per layer: q/k/v as one job list, o, gate/up as one job list, down;
+// then the LM head, on the last token only) over `tokens` tokens (1: a decode
+// step) through ops::matmul_jobs with the forward's thread split, on synthetic
 // weights of the given stored type (every byte 0x11: finite scales, no
 // subnormal products), and compares with
 //   one   - the same number of rows as ONE matrix (the probe's single stream),
 //   nosync - every matrix's rows split as the forward splits them, but each
 //           thread runs its share of the whole token with no hand-off between
 //           matrices (not a valid forward: it shows what the hand-offs cost).
-// Prints G weights/s and ms per token for each. Timing only: no value is used.
+// Prints G weights/s (G MAC/s when tokens > 1) and ms per call for each.
+// Timing only: no value is used.
 //
-//   bench_decode_seq [smollm2|s15m] [Q8_0|Q4_K|F32|...] threads reps [huge]
+//   bench_decode_seq [smollm2|s15m] [Q8_0|Q4_K|F32|...] threads reps [tokens] [huge]
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -64,18 +66,21 @@ int64_t plan_bytes(const Shape& s, DType t) {
   return b;
 }
 
-void run_group(const std::vector<Mat>& grp, DType t, float* out, const float* x, ThreadPool* pool) {
+// out (T, sum of the group's n): each job's (T, n) block one after another.
+void run_group(const std::vector<Mat>& grp, DType t, float* out, const float* x, int T, ThreadPool* pool) {
   std::vector<ops::MatmulJob> jobs;
   int64_t o = 0;
   for (const Mat& m : grp) {
     jobs.push_back({out + o, WeightMatrix(t, m.w), m.n});
-    o += m.n;
+    o += (int64_t)m.n * T;
   }
-  ops::matmul_jobs(jobs, x, 1, grp[0].k, pool);
+  ops::matmul_jobs(jobs, x, T, grp[0].k, pool);
 }
 
-// Each thread's share of one group, as matmul_jobs's parallel_for splits it.
-void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int th, int nth) {
+// Each thread's share of one group: an even split of its 4-row groups (as
+// matmul_jobs's parallel_for for one token; prefill's chunks are claimed in
+// turn, and an even split is what they come to when both threads keep pace).
+void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int T, int th, int nth) {
   int groups = 0;
   for (const Mat& m : grp) groups += (m.n + 3) / 4;
   int g0 = (int)((long)groups * th / nth), g1 = (int)((long)groups * (th + 1) / nth), first = 0;
@@ -84,18 +89,25 @@ void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int
   for (const Mat& m : grp) {
     int last = first + (m.n + 3) / 4, a = std::max(g0, first), b = std::min(g1, last);
     if (a < b)
-      ops::matmul_rows(k, out + o, x, WeightMatrix(t, m.w), 1, m.k, m.n, (a - first) * 4,
+      ops::matmul_rows(k, out + o, x, WeightMatrix(t, m.w), T, m.k, m.n, (a - first) * 4,
                        std::min(m.n, (b - first) * 4));
     first = last;
-    o += m.n;
+    o += (int64_t)m.n * T;
   }
+}
+
+// The step: every layer group over T tokens, then the head on the last token.
+void step(const std::vector<std::vector<Mat>>& groups, DType t, float* out, const float* x, int T, int K,
+          ThreadPool* pool) {
+  for (size_t gi = 0; gi + 1 < groups.size(); gi++) run_group(groups[gi], t, out, x, T, pool);
+  run_group(groups.back(), t, out, x + (int64_t)(T - 1) * K, 1, pool);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: bench_decode_seq smollm2|s15m TYPE threads reps [huge]\n");
+    std::fprintf(stderr, "usage: bench_decode_seq smollm2|s15m TYPE threads reps [tokens] [huge]\n");
     return 2;
   }
   const std::string model = argv[1];
@@ -109,7 +121,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int nth = std::atoi(argv[3]), reps = std::atoi(argv[4]);
-  const bool huge = argc > 5 && std::string(argv[5]) == "huge";
+  int T = 1, arg = 5;
+  if (argc > arg && std::string(argv[arg]) != "huge") T = std::max(1, std::atoi(argv[arg++]));
+  const bool huge = argc > arg && std::string(argv[arg]) == "huge";
   const int64_t bytes = plan_bytes(s, t);
   const size_t len = (size_t)(bytes + (2 << 20));
   auto* base = (uint8_t*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -117,51 +131,57 @@ int main(int argc, char** argv) {
   if (huge) madvise(base, len, MADV_HUGEPAGE);
   std::memset(base, 0x11, len);
   const auto groups = plan(s, t, base);
-  int64_t weights = 0;
+  int64_t weights = 0, head = (int64_t)s.vocab * s.dim;
   for (const auto& grp : groups)
     for (const Mat& m : grp) weights += (int64_t)m.n * m.k;
-  std::vector<float> x(s.hidden, 0.5f), out(s.vocab + 2 * s.hidden);  // (K), (N)
+  const double macs = (double)(weights - head) * T + (double)head;  // per call: the head on one token
+  std::vector<float> x((size_t)T * s.hidden, 0.5f);                // (T, K)
+  std::vector<float> out((size_t)std::max(T * (s.dim + 2 * s.kv), std::max(s.vocab, T * 2 * s.hidden)));
   ThreadPool pool(nth);
-  // The same rows as one stream: K = dim rows of the step's weight count.
-  const std::vector<Mat> one{{base, (int)(weights / s.dim), s.dim}};
-  std::vector<float> out1(one[0].n);
-  auto best = [&](auto&& step) {
+  // The same rows as one stream: K = dim rows of the step's weight count (a
+  // prefill's: the layers' only, over T tokens).
+  const int64_t one_w = T == 1 ? weights : weights - head;
+  const std::vector<Mat> one{{base, (int)(one_w / s.dim), s.dim}};
+  std::vector<float> out1((size_t)one[0].n * T);
+  const int calls = T == 1 ? 16 : 1;
+  auto best = [&](auto&& fn) {
     double b = 1e30;
     for (int r = 0; r < reps; r++) {
       Stopwatch sw;
-      for (int tok = 0; tok < 16; tok++) step();
-      b = std::min(b, sw.seconds() / 16);
+      for (int c = 0; c < calls; c++) fn();
+      b = std::min(b, sw.seconds() / calls);
     }
     return b;
   };
-  const double t_seq = best([&] {
-    for (const auto& grp : groups) run_group(grp, t, out.data(), x.data(), &pool);
-  });
-  const double t_one = best([&] { run_group(one, t, out1.data(), x.data(), &pool); });
+  const double t_seq = best([&] { step(groups, t, out.data(), x.data(), T, s.dim, &pool); });
+  const double t_one = best([&] { run_group(one, t, out1.data(), x.data(), T, &pool); });
   const double t_nosync = best([&] {
     pool.parallel_for(nth, [&](int th, int) {
-      for (const auto& grp : groups) share(grp, t, out.data(), x.data(), th, nth);
+      for (size_t gi = 0; gi + 1 < groups.size(); gi++) share(groups[gi], t, out.data(), x.data(), T, th, nth);
+      share(groups.back(), t, out.data(), x.data() + (int64_t)(T - 1) * s.dim, 1, th, nth);
     });
   });
-  // Where the sequence's time goes: G weights/s per group kind (qkv, o, gate/up, down, head).
+  // Where the sequence's time goes: G MACs/s per group kind (qkv, o, gate/up, down, head).
   double kind_s[5] = {0, 0, 0, 0, 0}, kind_w[5] = {0, 0, 0, 0, 0};
   for (int r = 0; r < reps; r++)
     for (size_t gi = 0; gi < groups.size(); gi++) {
-      const int kind = gi + 1 == groups.size() ? 4 : (int)(gi % 4);
+      const bool last = gi + 1 == groups.size();
+      const int kind = last ? 4 : (int)(gi % 4), n_tok = last ? 1 : T;
       Stopwatch sw;
-      run_group(groups[gi], t, out.data(), x.data(), &pool);
+      run_group(groups[gi], t, out.data(), x.data() + (int64_t)(T - n_tok) * s.dim, n_tok, &pool);
       kind_s[kind] += sw.seconds();
-      for (const Mat& m : groups[gi]) kind_w[kind] += (double)m.n * m.k;
+      for (const Mat& m : groups[gi]) kind_w[kind] += (double)m.n * m.k * n_tok;
     }
-  std::printf("%s %s threads %d%s: %.1f M weights/token (%.1f MB)\n", model.c_str(), argv[2], nth,
-              huge ? " hugepage" : "", weights / 1e6, bytes / 1e6);
-  std::printf("  seq    %.3f ms/token  %.2f G weights/s  (%.1f tok/s)\n", t_seq * 1e3, weights / t_seq / 1e9,
-              1 / t_seq);
-  std::printf("  one    %.3f ms/token  %.2f G weights/s\n", t_one * 1e3, weights / t_one / 1e9);
-  std::printf("  nosync %.3f ms/token  %.2f G weights/s\n", t_nosync * 1e3, weights / t_nosync / 1e9);
+  const double one_macs = (double)one_w * T;
+  const char* unit = T == 1 ? "G weights/s" : "G MAC/s";
+  std::printf("%s %s threads %d tokens %d%s: %.1f M weights (%.1f MB), %.1f M MACs a call\n", model.c_str(),
+              argv[2], nth, T, huge ? " hugepage" : "", weights / 1e6, bytes / 1e6, macs / 1e6);
+  std::printf("  seq    %.3f ms/call  %.2f %s  (%.1f tok/s)\n", t_seq * 1e3, macs / t_seq / 1e9, unit, T / t_seq);
+  std::printf("  one    %.3f ms/call  %.2f %s\n", t_one * 1e3, one_macs / t_one / 1e9, unit);
+  std::printf("  nosync %.3f ms/call  %.2f %s\n", t_nosync * 1e3, macs / t_nosync / 1e9, unit);
   const char* names[5] = {"qkv", "o", "gate/up", "down", "head"};
   for (int i = 0; i < 5; i++)
-    std::printf("  %-7s %.2f G weights/s (%.3f ms/token)\n", names[i], kind_w[i] / kind_s[i] / 1e9,
+    std::printf("  %-7s %.2f %s (%.3f ms/call)\n", names[i], kind_w[i] / kind_s[i] / 1e9, unit,
                 kind_s[i] / reps * 1e3);
   munmap(base, len);
   return 0;

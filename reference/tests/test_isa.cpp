@@ -230,32 +230,45 @@ TEST_CASE("isa: exp_f32 of every path is exp_canonical per element", "[isa]") {
     }
 }
 
-TEST_CASE("isa: attention's dot_rows (q·k) and pv_rows (p·v) of every path, per key in order", "[isa]") {
+TEST_CASE("isa: attention's dot_rows (q·k) and pv_rows (p·v) of every path, per query and key in order", "[isa]") {
   std::mt19937 rng(23);
   for (Isa p : isa::available_isas())
     for (bool special : {false, true})
       for (int n : {1, 7, 16, 17, 33, 64, 80, 128})
-        for (int m : {0, 1, 3, 4, 5, 9, 64}) {
-          const int offset = (int)(rng() % 3) * n;  // kv head g of a row holding 3 heads
-          std::vector<std::vector<float>> keys, vals;
-          std::vector<const float*> kp, vp;
-          for (int j = 0; j < m; j++) {
-            keys.push_back(values(rng, 3 * (size_t)n, special));
-            vals.push_back(values(rng, 3 * (size_t)n, special));
+        for (int m : {0, 1, 3, 4, 5, 9, 16, 17, 21, 32, 47, 64})
+          for (int nq : {1, 3, 4, 5, 8, 13}) {
+            const int offset = (int)(rng() % 3) * n;  // kv head g of a row holding 3 heads
+            std::vector<std::vector<float>> keys, vals, qs, os;
+            std::vector<const float*> kp, vp, qp;
+            std::vector<float*> op;
+            for (int j = 0; j < m; j++) {
+              keys.push_back(values(rng, 3 * (size_t)n, special));
+              vals.push_back(values(rng, 3 * (size_t)n, special));
+            }
+            for (int j = 0; j < m; j++) kp.push_back(keys[j].data()), vp.push_back(vals[j].data());
+            std::vector<int> mi(nq);  // each query's own count of value rows, at most m (the largest: m)
+            for (int i = 0; i < nq; i++) {
+              qs.push_back(values(rng, n, special));
+              os.push_back(values(rng, n, special));
+              mi[i] = i == 0 || m == 0 ? m : m - (int)(rng() % std::min(m, 6));
+            }
+            const int ld = m + 3;  // the scores' row stride
+            auto e = values(rng, (size_t)nq * ld, special);
+            std::vector<float> dots((size_t)nq * ld, 1234.5f), want_dots = dots;
+            auto want_o = os;
+            for (int i = 0; i < nq; i++) qp.push_back(qs[i].data()), op.push_back(os[i].data());
+            isa::kernels_for(p).dot_rows(dots.data(), ld, qp.data(), nq, kp.data(), offset, m, n);
+            isa::kernels_for(p).pv_rows(op.data(), e.data(), ld, mi.data(), nq, vp.data(), offset, n);
+            for (int i = 0; i < nq; i++)  // the definitions: dot_canonical per (query, key); one fma per term, j in order
+              for (int j = 0; j < m; j++) {
+                want_dots[(size_t)i * ld + j] = num::dot_canonical(qs[i].data(), keys[j].data() + offset, n);
+                if (j < mi[i])
+                  for (int d = 0; d < n; d++) want_o[i][d] = std::fma(vals[j][offset + d], e[(size_t)i * ld + j], want_o[i][d]);
+              }
+            INFO(isa::isa_name(p) << " n=" << n << " m=" << m << " nq=" << nq << " special=" << special);
+            CHECK(first_mismatch(dots, want_dots) == "");  // the stride's gap keeps its sentinel
+            for (int i = 0; i < nq; i++) CHECK(first_mismatch(os[i], want_o[i]) == "");
           }
-          for (int j = 0; j < m; j++) kp.push_back(keys[j].data()), vp.push_back(vals[j].data());
-          auto q = values(rng, n, special), e = values(rng, m, special), o0 = values(rng, n, special);
-          std::vector<float> dots(m), want_dots(m), o = o0, want_o = o0;
-          isa::kernels_for(p).dot_rows(dots.data(), q.data(), kp.data(), offset, m, n);
-          isa::kernels_for(p).pv_rows(o.data(), vp.data(), offset, e.data(), m, n);
-          for (int j = 0; j < m; j++) {  // the definitions: dot_canonical per key; one fma per term, j in order
-            want_dots[j] = num::dot_canonical(q.data(), keys[j].data() + offset, n);
-            for (int d = 0; d < n; d++) want_o[d] = std::fma(vals[j][offset + d], e[j], want_o[d]);
-          }
-          INFO(isa::isa_name(p) << " n=" << n << " m=" << m << " special=" << special);
-          CHECK(first_mismatch(dots, want_dots) == "");
-          CHECK(first_mismatch(o, want_o) == "");
-        }
 }
 
 TEST_CASE("isa: matmul_rows_f32 of every SIMD path equals the scalar path's", "[isa]") {

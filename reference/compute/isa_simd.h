@@ -612,11 +612,13 @@ void pv_rows(float* const* o, const float* e, int ld, const int* m, int nq, cons
                       n16);
   }
   for (; i < nq; i++) pv_chunks<V, 1>(o + i, e + (int64_t)i * ld, ld, m[i], rows, offset, 0, n16);
+  if (n16 == n) return;
   for (i = 0; i < nq; i++)
     for (int j = 0; j < m[i]; j++) scale_fma_tail(o[i], 1.0f, rows[j] + offset, e[(int64_t)i * ld + j], n16, n);
 }
 
-// out[k] = num::exp_canonical(v[k]) for k < n, 16 per step (exp_canonical_lanes); v, out may alias.
+// out[k] = num::exp_canonical(v[k]) for k < n, 16 per step (exp_canonical_lanes; the tail
+// on zero-padded lanes); v, out may alias.
 inline void exp_f32(const float* v, float* out, int n) {
   int k = 0;
   for (; k + 16 <= n; k += 16) {
@@ -625,7 +627,13 @@ inline void exp_f32(const float* v, float* out, int n) {
     const v16f e = exp_canonical_lanes(x);
     std::memcpy(out + k, &e, sizeof e);
   }
-  exp_f32_tail(v, out, k, n);
+  if (k == n) return;
+  alignas(64) float pad[16] = {};  // the n - k tail on 16 lanes (zeros after it): each element's own ops
+  std::memcpy(pad, v + k, sizeof(float) * (n - k));
+  v16f x;
+  std::memcpy(&x, pad, sizeof x);
+  const v16f e = exp_canonical_lanes(x);
+  std::memcpy(out + k, &e, sizeof(float) * (n - k));
 }
 
 template <class V>

@@ -33,8 +33,8 @@ struct MatmulJob {
 };
 void matmul_jobs(std::span<const MatmulJob> jobs, const float* x, int T, int K, ThreadPool* pool);
 
-// Prefill's chunk of 4-row groups for `threads` threads: about 8 groups (32
-// rows), the number of chunks a multiple of `threads` (at least one each).
+// Prefill's chunk of 4-row groups for `threads` threads: two chunks per
+// thread (fewer when there are fewer groups), as even as whole groups allow.
 int prefill_chunk(int groups, int threads);
 
 // One ISA path's kernels over rows [row_begin, row_end), for tests: the

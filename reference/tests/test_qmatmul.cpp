@@ -194,22 +194,18 @@ TEST_CASE("qmatmul: a row length that is not a whole number of blocks is refused
                     Catch::Contains("not a whole number of blocks"));
 }
 
-TEST_CASE("prefill_chunk: about 32 rows, a chunk count the threads can share evenly", "[qmatmul]") {
-  // stories15m's 288-row matrices (72 groups of 4) at 2 threads: 8 chunks of 9 groups,
-  // not 9 of 8 (5 chunks for one thread, 4 for the other).
-  CHECK(ops::prefill_chunk(72, 2) == 9);
-  CHECK(ops::prefill_chunk(144, 2) == 8);  // SmolLM2's 576 rows: 18 chunks of 32 rows
+TEST_CASE("prefill_chunk: two chunks per thread, as even as whole groups allow", "[qmatmul]") {
+  CHECK(ops::prefill_chunk(72, 2) == 18);   // stories15m's 288 rows (72 groups of 4): 4 chunks of 72 rows
+  CHECK(ops::prefill_chunk(144, 2) == 36);  // SmolLM2's 576 rows: 4 chunks of 144 rows
+  CHECK(ops::prefill_chunk(144, 1) == 72);
+  CHECK(ops::prefill_chunk(3, 4) == 1);
   for (int threads = 1; threads <= 6; threads++)
     for (int groups = 1; groups <= 600; groups++) {
       const int c = ops::prefill_chunk(groups, threads), n = (groups + c - 1) / c;
       INFO("groups " << groups << " threads " << threads << " chunk " << c);
       REQUIRE(c >= 1);
-      REQUIRE(c <= groups);
-      if (groups >= 16 * threads) {
-        REQUIRE(c >= 8);   // never below 32 rows once there are enough
-        REQUIRE(c <= 16);  // nor above 64
-        REQUIRE(n >= threads);
-      }
-      if (groups % (8 * threads) == 0) REQUIRE(n % threads == 0);
+      REQUIRE(n <= 2 * threads);                         // never more than two chunks a thread
+      if (c > 1) REQUIRE((groups + c - 2) / (c - 1) > 2 * threads);  // the smallest chunk that allows that
+      if (groups % (2 * threads) == 0) REQUIRE(n == 2 * threads);  // an even split where one exists
     }
 }

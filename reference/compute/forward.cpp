@@ -400,7 +400,19 @@ void admit_call(const Ctx& cx, bool all_logits, int first_logit) {
 // Non-finite values in the residual stream or the logits (the weights were
 // checked finite at load, so an activation overflowed): InputError naming the
 // model file, op, layer and position — greedy would otherwise skip NaN logits silently.
+// No value's exponent field all ones (inf or NaN): a branch-free loop the compiler vectorizes.
+bool all_finite(const std::vector<float>& buf) {
+  uint32_t bad = 0;
+  for (float v : buf) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bad |= (bits & 0x7F800000u) == 0x7F800000u;
+  }
+  return bad == 0;
+}
+
 void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer, int row0 = 0) {
+  if (all_finite(buf)) return;  // the usual case; else find the first non-finite value for the message
   for (size_t i = 0; i < buf.size(); i++) {
     if (std::isfinite(buf[i])) continue;
     char field[64];

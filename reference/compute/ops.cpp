@@ -88,11 +88,13 @@ namespace {
 float chunk_weights(float* score, int n, int head_dim, bool ggml_scales, float* sum) {
   const float scale = num::sqrt_rn((float)head_dim);
   const float kq_scale = div_rn(1.0f, scale);  // ggml: kq_scale = 1.0f / sqrtf(hd), multiplied
+  if (ggml_scales)  // each score on its own (loops the compiler vectorizes), then the max in j order
+    for (int j = 0; j < n; j++) score[j] = mul_rn(score[j], kq_scale);
+  else
+    for (int j = 0; j < n; j++) score[j] = div_rn(score[j], scale);
   float mc = -num::inf_f32();
-  for (int j = 0; j < n; j++) {
-    score[j] = ggml_scales ? mul_rn(score[j], kq_scale) : div_rn(score[j], scale);
+  for (int j = 0; j < n; j++)
     if (score[j] > mc) mc = score[j];
-  }
   if (fault::active(fault::Fault::SOFTMAX_NO_MAX)) mc = 0.0f;  // FAULT: exp of unshifted scores
   for (int j = 0; j < n; j++) score[j] = sub_rn(score[j], mc);
   isa::kernels().exp_f32(score, score, n);  // e_j = exp_canonical(score_j - mc)

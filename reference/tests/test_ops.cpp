@@ -238,6 +238,72 @@ TEST_CASE("attention merges chunks of 32 in the spec's order", "[ops][attention]
   CHECK(first_bit_mismatch(out, O) == "");
 }
 
+namespace {
+// docs/numerics.md §4.1 transcribed for one query (scalar, float32 steps as written there;
+// ggml: scores times 1/sqrt(hd), out times 1/L).
+std::vector<float> spec_attention(const float* q, const std::vector<const float*>& k,
+                                  const std::vector<const float*>& v, int n_pos, int hd, bool ggml) {
+  const float scale = num::sqrt_rn((float)hd), inv = 1.0f / scale;
+  float M = 0, L = 0;
+  std::vector<float> O(hd), oc(hd);
+  for (int j0 = 0; j0 < n_pos; j0 += 32) {
+    const int j1 = std::min(n_pos, j0 + 32);
+    std::vector<float> e;
+    float mc = -INFINITY, sc = 0;
+    for (int j = j0; j < j1; j++) {
+      const float d = num::dot_canonical(q, k[j], hd);
+      e.push_back(ggml ? d * inv : d / scale);
+      if (e.back() > mc) mc = e.back();
+    }
+    std::fill(oc.begin(), oc.end(), 0.0f);
+    for (int j = j0; j < j1; j++) {
+      const float ej = num::exp_canonical(e[j - j0] - mc);
+      sc = sc + ej;
+      for (int d = 0; d < hd; d++) oc[d] = std::fma(ej, v[j][d], oc[d]);
+    }
+    if (j0 == 0) {
+      M = mc, L = sc, O = oc;
+      continue;
+    }
+    const float Mn = mc > M ? mc : M, a = num::exp_canonical(M - Mn), b = num::exp_canonical(mc - Mn);
+    L = std::fma(sc, b, L * a);
+    for (int d = 0; d < hd; d++) O[d] = std::fma(oc[d], b, O[d] * a);
+    M = Mn;
+  }
+  for (int d = 0; d < hd; d++) O[d] = ggml ? O[d] * (1.0f / L) : O[d] / L;
+  return O;
+}
+}  // namespace
+
+TEST_CASE("attention_queries: each query's bits are the spec's, whatever its neighbours", "[ops][attention]") {
+  std::mt19937 rng(77);
+  for (int hd : {8, 16, 20, 64, 80})
+    for (int nq : {1, 2, 3, 4, 5, 7, 12, 16, 17, 33})
+      for (bool ggml : {false, true}) {
+        const int max_pos = 1 + (int)(rng() % 100), kv_dim = 2 * hd;  // kv head 1 of 2
+        auto kbuf = random_vec((size_t)max_pos * kv_dim, rng(), 3.0f), vbuf = random_vec((size_t)max_pos * kv_dim, rng());
+        std::vector<const float*> ptrs, k, v;  // the cache's rows, then kv head 1's (the spec's view)
+        for (int j = 0; j < max_pos; j++) ptrs.push_back(&kbuf[(size_t)j * kv_dim]), k.push_back(ptrs.back() + hd);
+        for (int j = 0; j < max_pos; j++) ptrs.push_back(&vbuf[(size_t)j * kv_dim]), v.push_back(ptrs.back() + hd);
+        const ops::KvRows rows{ptrs.data(), ptrs.data() + max_pos, hd};
+        auto qbuf = random_vec((size_t)nq * hd, rng(), 3.0f);
+        std::vector<float> obuf((size_t)nq * hd, -7.0f), scratch((size_t)std::min(nq, ops::kAttnQueries) * hd);
+        std::vector<float*> out;
+        std::vector<const float*> q;
+        std::vector<int> n_pos;
+        for (int i = 0; i < nq; i++) {  // neighbouring positions, ends inside and across chunks, repeats
+          out.push_back(&obuf[(size_t)i * hd]), q.push_back(&qbuf[(size_t)i * hd]);
+          n_pos.push_back(i == 0 ? max_pos : 1 + (int)(rng() % max_pos));
+        }
+        ops::attention_queries(out.data(), q.data(), n_pos.data(), nq, rows, hd, scratch.data(), ggml);
+        for (int i = 0; i < nq; i++) {
+          INFO("hd " << hd << " nq " << nq << " query " << i << " n_pos " << n_pos[i] << " ggml " << ggml);
+          const std::vector<float> want = spec_attention(q[i], k, v, n_pos[i], hd, ggml);
+          CHECK(first_bit_mismatch(std::span<const float>(out[i], hd), want) == "");
+        }
+      }
+}
+
 TEST_CASE("attention chunk partials are sequential sums of exp(score - max)", "[ops][attention]") {
   int hd = 16, n_pos = 20;
   auto a = make_case(hd, n_pos, 50, 2.0f);

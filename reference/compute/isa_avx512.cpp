@@ -62,15 +62,19 @@ struct Avx512 {
   // i = (j % kR) * (16 / kR) + j / kR (kR = 1: i = j; kR = 2: a[0..7] and
   // a[8..15] interleaved, so a 2-row tile's two rows of one token are adjacent).
   static constexpr bool kTree16 = true;
+  // _mm512_shuffle_f32x4 with every lane written (mask all ones): the same
+  // instruction's result. GCC 12's unmasked forms (this one, and permutexvar
+  // below) pass _mm512_undefined_ps and warn (-Wuninitialized, a false
+  // positive) once inlined into the attention tiles.
+  template <int kImm>
+  static reg shuffle128(reg a, reg b) { return _mm512_mask_shuffle_f32x4(a, (__mmask16)0xFFFF, a, b, kImm); }
   template <int kR>
   static void tree16(const reg* a, float* out) {
     reg u[8], v[4], w[2];
     for (int j = 0; j < 8; j++)  // w = 8: lanes 0..7 + lanes 8..15
-      u[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0x44),
-                           _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0xEE));
+      u[j] = _mm512_add_ps(shuffle128<0x44>(a[2 * j], a[2 * j + 1]), shuffle128<0xEE>(a[2 * j], a[2 * j + 1]));
     for (int j = 0; j < 4; j++)  // w = 4: quarters 0, 2 + quarters 1, 3
-      v[j] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * j], u[2 * j + 1], 0x88),
-                           _mm512_shuffle_f32x4(u[2 * j], u[2 * j + 1], 0xDD));
+      v[j] = _mm512_add_ps(shuffle128<0x88>(u[2 * j], u[2 * j + 1]), shuffle128<0xDD>(u[2 * j], u[2 * j + 1]));
     for (int j = 0; j < 2; j++)  // w = 2: elements 0, 1 + 2, 3 of each quarter
       w[j] = _mm512_add_ps(_mm512_shuffle_ps(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_ps(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
@@ -81,7 +85,7 @@ struct Avx512 {
       const int i = (j % kR) * (16 / kR) + j / kR;
       order[j] = 4 * (i & 3) + (i >> 2);
     }
-    _mm512_storeu_ps(out, _mm512_permutexvar_ps(_mm512_load_si512(order), z));
+    _mm512_storeu_ps(out, _mm512_mask_permutexvar_ps(z, (__mmask16)0xFFFF, _mm512_load_si512(order), z));
   }
 };
 

@@ -549,7 +549,9 @@ void dot_query(float* out, const float* q, const float* const* rows, int64_t off
 
 // out[i * ld + j] = dot(q[i], rows[j] + offset, n) for i < nq, j < m (attention's
 // q·k for queries sharing a kv head): 4 queries x 4 keys per tile where V has
-// tree16, the rest query by query. Every output has dot<V>'s lanes, fmas and tree.
+// tree16, the rest query by query (16 keys per tile: 2 or 3 queries padded to a
+// 4 x 4 tile measured slower, the trees being per tile). Every output has
+// dot<V>'s lanes, fmas and tree.
 template <class V>
 void dot_rows(float* out, int ld, const float* const* q, int nq, const float* const* rows, int64_t offset, int m,
               int n) {
@@ -559,7 +561,8 @@ void dot_rows(float* out, int ld, const float* const* q, int nq, const float* co
       for (; i + 4 <= nq; i += 4) {
         int j = 0;
         for (; j + 4 <= m; j += 4) dot_tile16<V, 4, 4>(out + (int64_t)i * ld + j, ld, q + i, rows + j, offset, n);
-        for (int a = 0; a < 4 && j < m; a++) dot_query<V>(out + (int64_t)(i + a) * ld + j, q[i + a], rows + j, offset, m - j, n);
+        for (int a = 0; a < 4 && j < m; a++)
+          dot_query<V>(out + (int64_t)(i + a) * ld + j, q[i + a], rows + j, offset, m - j, n);
       }
   for (; i < nq; i++) dot_query<V>(out + (int64_t)i * ld, q[i], rows, offset, m, n);
 }
@@ -596,22 +599,31 @@ void pv_chunks(float* const* o, const float* e, int ld, int m, const float* cons
   for (; d < n16; d += kL) pv_tile<V, Q, 1>(o, e, ld, m, rows, offset, d);
 }
 
+// Q queries together over the value rows all of them take, then each query's
+// own further rows (each element's fmas still in j order).
+template <class V, int Q>
+void pv_queries(float* const* o, const float* e, int ld, const int* m, const float* const* rows, int64_t offset,
+                int n16) {
+  int common = m[0];
+  for (int a = 1; a < Q; a++) common = std::min(common, m[a]);
+  pv_chunks<V, Q>(o, e, ld, common, rows, offset, 0, n16);
+  if constexpr (Q > 1)
+    for (int a = 0; a < Q; a++)
+      pv_chunks<V, 1>(o + a, e + (int64_t)a * ld + common, ld, m[a] - common, rows + common, offset, 0, n16);
+}
+
 // o[i][d] = fma_rn(rows[j][offset + d], e[i * ld + j], o[i][d]) for j = 0, 1, ..., m[i] - 1
-// in turn, d < n, i < nq (attention's p·v): 4 queries at a time over the value
-// rows all of them take, then each query's own further rows (still in j order).
+// in turn, d < n, i < nq (attention's p·v): 4 queries at a time, the last 1-3 together.
 template <class V>
 void pv_rows(float* const* o, const float* e, int ld, const int* m, int nq, const float* const* rows, int64_t offset,
              int n) {
   const int n16 = n - n % kL;
   int i = 0;
-  for (; i + 4 <= nq; i += 4) {
-    const int common = std::min(std::min(m[i], m[i + 1]), std::min(m[i + 2], m[i + 3]));
-    pv_chunks<V, 4>(o + i, e + (int64_t)i * ld, ld, common, rows, offset, 0, n16);
-    for (int a = 0; a < 4; a++)
-      pv_chunks<V, 1>(o + i + a, e + (int64_t)(i + a) * ld + common, ld, m[i + a] - common, rows + common, offset, 0,
-                      n16);
-  }
-  for (; i < nq; i++) pv_chunks<V, 1>(o + i, e + (int64_t)i * ld, ld, m[i], rows, offset, 0, n16);
+  for (; i + 4 <= nq; i += 4) pv_queries<V, 4>(o + i, e + (int64_t)i * ld, ld, m + i, rows, offset, n16);
+  const float* ei = e + (int64_t)i * ld;
+  if (nq - i == 3) pv_queries<V, 3>(o + i, ei, ld, m + i, rows, offset, n16);
+  if (nq - i == 2) pv_queries<V, 2>(o + i, ei, ld, m + i, rows, offset, n16);
+  if (nq - i == 1) pv_queries<V, 1>(o + i, ei, ld, m + i, rows, offset, n16);
   if (n16 == n) return;
   for (i = 0; i < nq; i++)
     for (int j = 0; j < m[i]; j++) scale_fma_tail(o[i], 1.0f, rows[j] + offset, e[(int64_t)i * ld + j], n16, n);

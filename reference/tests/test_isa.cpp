@@ -236,7 +236,7 @@ TEST_CASE("isa: attention's dot_rows (q·k) and pv_rows (p·v) of every path, pe
     for (bool special : {false, true})
       for (int n : {1, 7, 16, 17, 33, 64, 80, 128})
         for (int m : {0, 1, 3, 4, 5, 9, 16, 17, 21, 32, 47, 64})
-          for (int nq : {1, 3, 4, 5, 8, 13}) {
+          for (int nq : {1, 2, 3, 4, 6, 7, 13}) {
             const int offset = (int)(rng() % 3) * n;  // kv head g of a row holding 3 heads
             std::vector<std::vector<float>> keys, vals, qs, os;
             std::vector<const float*> kp, vp, qp;

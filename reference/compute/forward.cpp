@@ -397,9 +397,6 @@ void admit_call(const Ctx& cx, bool all_logits, int first_logit) {
   admit_activations(cx.c, cx.sl, n_ranks(cx), positions, logit_rows, memory_available());
 }
 
-// Non-finite values in the residual stream or the logits (the weights were
-// checked finite at load, so an activation overflowed): InputError naming the
-// model file, op, layer and position — greedy would otherwise skip NaN logits silently.
 // No value's exponent field all ones (inf or NaN): a branch-free loop the compiler vectorizes.
 bool all_finite(const std::vector<float>& buf) {
   uint32_t bad = 0;
@@ -411,6 +408,9 @@ bool all_finite(const std::vector<float>& buf) {
   return bad == 0;
 }
 
+// Non-finite values in the residual stream or the logits (the weights were
+// checked finite at load, so an activation overflowed): InputError naming the
+// model file, op, layer and position — greedy would otherwise skip NaN logits silently.
 void check_finite(const Ctx& cx, const std::vector<float>& buf, int width, const char* name, int layer, int row0 = 0) {
   if (all_finite(buf)) return;  // the usual case; else find the first non-finite value for the message
   for (size_t i = 0; i < buf.size(); i++) {

@@ -12,7 +12,7 @@
 // Prints G weights/s (G MAC/s when tokens > 1) and ms per call for each.
 // Timing only: no value is used.
 //
-//   bench_decode_seq [smollm2|s15m] [Q8_0|Q4_K|F32|...] threads reps [tokens] [huge]
+//   bench_decode_seq [smollm2|s15m] [Q8_0|Q4_K|F32|...|Q4_K_M] threads reps [tokens] [huge]
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -37,41 +37,63 @@ struct Shape {
 struct Mat {
   const uint8_t* w;
   int n, k;
+  DType type;
+};
+
+// The stored type of each matrix: one type for all, or llama.cpp's Q4_K_M mix
+// on SmolLM2 (the oracle's /tmp/perf_q4km.gguf recipe, checked with gguf-py):
+// rows of 576 are not whole 256-element blocks, so q/k/o/gate/up fall back to
+// Q5_0 and attn_v to Q5_0 or, on use_more_bits layers, Q8_0; ffn_down Q4_K or,
+// on those layers, Q6_K; the tied head Q8_0.
+struct Types {
+  DType all;
+  bool q4_k_m = false;
+  // kind: 0 q, 1 k, 2 v, 3 o, 4 gate, 5 up, 6 down, 7 head
+  DType of(int kind, int layer, int layers) const {
+    if (!q4_k_m) return all;
+    const bool more = layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+    if (kind == 7) return DType::Q8_0;
+    if (kind == 2) return more ? DType::Q8_0 : DType::Q5_0;
+    if (kind == 6) return more ? DType::Q6_K : DType::Q4_K;
+    return DType::Q5_0;
+  }
 };
 
 // Per token, in the forward's order: groups of matrices that share one input
 // (one matmul_jobs call each).
-std::vector<std::vector<Mat>> plan(const Shape& s, DType t, const uint8_t* base) {
+std::vector<std::vector<Mat>> plan(const Shape& s, const Types& ty, const uint8_t* base) {
   std::vector<std::vector<Mat>> g;
   int64_t off = 0;
-  auto take = [&](int n, int k) {
-    Mat m{base + off, n, k};
+  int layer = 0;
+  auto take = [&](int kind, int n, int k) {
+    const DType t = ty.of(kind, layer, s.layers);
+    Mat m{base + off, n, k, t};
     off += dtype_row_bytes(t, k) * n;
     return m;
   };
-  for (int l = 0; l < s.layers; l++) {
-    g.push_back({take(s.dim, s.dim), take(s.kv, s.dim), take(s.kv, s.dim)});
-    g.push_back({take(s.dim, s.dim)});
-    g.push_back({take(s.hidden, s.dim), take(s.hidden, s.dim)});
-    g.push_back({take(s.dim, s.hidden)});
+  for (; layer < s.layers; layer++) {
+    g.push_back({take(0, s.dim, s.dim), take(1, s.kv, s.dim), take(2, s.kv, s.dim)});
+    g.push_back({take(3, s.dim, s.dim)});
+    g.push_back({take(4, s.hidden, s.dim), take(5, s.hidden, s.dim)});
+    g.push_back({take(6, s.dim, s.hidden)});
   }
-  g.push_back({take(s.vocab, s.dim)});
+  g.push_back({take(7, s.vocab, s.dim)});
   return g;
 }
 
-int64_t plan_bytes(const Shape& s, DType t) {
+int64_t plan_bytes(const Shape& s, const Types& ty) {
   int64_t b = 0;
-  for (const auto& grp : plan(s, t, nullptr))
-    for (const Mat& m : grp) b += dtype_row_bytes(t, m.k) * m.n;
+  for (const auto& grp : plan(s, ty, nullptr))
+    for (const Mat& m : grp) b += dtype_row_bytes(m.type, m.k) * m.n;
   return b;
 }
 
 // out (T, sum of the group's n): each job's (T, n) block one after another.
-void run_group(const std::vector<Mat>& grp, DType t, float* out, const float* x, int T, ThreadPool* pool) {
+void run_group(const std::vector<Mat>& grp, float* out, const float* x, int T, ThreadPool* pool) {
   std::vector<ops::MatmulJob> jobs;
   int64_t o = 0;
   for (const Mat& m : grp) {
-    jobs.push_back({out + o, WeightMatrix(t, m.w), m.n});
+    jobs.push_back({out + o, WeightMatrix(m.type, m.w), m.n});
     o += (int64_t)m.n * T;
   }
   ops::matmul_jobs(jobs, x, T, grp[0].k, pool);
@@ -80,7 +102,7 @@ void run_group(const std::vector<Mat>& grp, DType t, float* out, const float* x,
 // Each thread's share of one group: an even split of its 4-row groups (as
 // matmul_jobs's parallel_for for one token; prefill's chunks are claimed in
 // turn, and an even split is what they come to when both threads keep pace).
-void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int T, int th, int nth) {
+void share(const std::vector<Mat>& grp, float* out, const float* x, int T, int th, int nth) {
   int groups = 0;
   for (const Mat& m : grp) groups += (m.n + 3) / 4;
   int g0 = (int)((long)groups * th / nth), g1 = (int)((long)groups * (th + 1) / nth), first = 0;
@@ -89,7 +111,7 @@ void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int
   for (const Mat& m : grp) {
     int last = first + (m.n + 3) / 4, a = std::max(g0, first), b = std::min(g1, last);
     if (a < b)
-      ops::matmul_rows(k, out + o, x, WeightMatrix(t, m.w), T, m.k, m.n, (a - first) * 4,
+      ops::matmul_rows(k, out + o, x, WeightMatrix(m.type, m.w), T, m.k, m.n, (a - first) * 4,
                        std::min(m.n, (b - first) * 4));
     first = last;
     o += (int64_t)m.n * T;
@@ -97,25 +119,25 @@ void share(const std::vector<Mat>& grp, DType t, float* out, const float* x, int
 }
 
 // The step: every layer group over T tokens, then the head on the last token.
-void step(const std::vector<std::vector<Mat>>& groups, DType t, float* out, const float* x, int T, int K,
-          ThreadPool* pool) {
-  for (size_t gi = 0; gi + 1 < groups.size(); gi++) run_group(groups[gi], t, out, x, T, pool);
-  run_group(groups.back(), t, out, x + (int64_t)(T - 1) * K, 1, pool);
+void step(const std::vector<std::vector<Mat>>& groups, float* out, const float* x, int T, int K, ThreadPool* pool) {
+  for (size_t gi = 0; gi + 1 < groups.size(); gi++) run_group(groups[gi], out, x, T, pool);
+  run_group(groups.back(), out, x + (int64_t)(T - 1) * K, 1, pool);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: bench_decode_seq smollm2|s15m TYPE threads reps [tokens] [huge]\n");
+    std::fprintf(stderr, "usage: bench_decode_seq smollm2|s15m TYPE|Q4_K_M threads reps [tokens] [huge]\n");
     return 2;
   }
   const std::string model = argv[1];
   const Shape s = model == "s15m" ? Shape{288, 288, 768, 6, 32000} : Shape{576, 192, 1536, 30, 49152};
-  DType t = DType::F32;
-  bool known = false;
+  Types ty{DType::F32};
+  bool known = std::string(argv[2]) == "Q4_K_M";
+  if (known) ty = Types{DType::Q5_0, true};  // "one" below: the mix's main type
   for (DType c : {DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q4_K, DType::Q6_K})
-    if (std::string(dtype_name(c)) == argv[2]) t = c, known = true;
+    if (std::string(dtype_name(c)) == argv[2]) ty.all = c, known = true;
   if (!known) {
     std::fprintf(stderr, "unknown type %s\n", argv[2]);
     return 2;
@@ -124,13 +146,13 @@ int main(int argc, char** argv) {
   int T = 1, arg = 5;
   if (argc > arg && std::string(argv[arg]) != "huge") T = std::max(1, std::atoi(argv[arg++]));
   const bool huge = argc > arg && std::string(argv[arg]) == "huge";
-  const int64_t bytes = plan_bytes(s, t);
+  const int64_t bytes = plan_bytes(s, ty);
   const size_t len = (size_t)(bytes + (2 << 20));
   auto* base = (uint8_t*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return 1;
   if (huge) madvise(base, len, MADV_HUGEPAGE);
   std::memset(base, 0x11, len);
-  const auto groups = plan(s, t, base);
+  const auto groups = plan(s, ty, base);
   int64_t weights = 0, head = (int64_t)s.vocab * s.dim;
   for (const auto& grp : groups)
     for (const Mat& m : grp) weights += (int64_t)m.n * m.k;
@@ -141,7 +163,7 @@ int main(int argc, char** argv) {
   // The same rows as one stream: K = dim rows of the step's weight count (a
   // prefill's: the layers' only, over T tokens).
   const int64_t one_w = T == 1 ? weights : weights - head;
-  const std::vector<Mat> one{{base, (int)(one_w / s.dim), s.dim}};
+  const std::vector<Mat> one{{base, (int)(one_w / s.dim), s.dim, ty.all}};
   std::vector<float> out1((size_t)one[0].n * T);
   const int calls = T == 1 ? 16 : 1;
   auto best = [&](auto&& fn) {
@@ -153,12 +175,12 @@ int main(int argc, char** argv) {
     }
     return b;
   };
-  const double t_seq = best([&] { step(groups, t, out.data(), x.data(), T, s.dim, &pool); });
-  const double t_one = best([&] { run_group(one, t, out1.data(), x.data(), T, &pool); });
+  const double t_seq = best([&] { step(groups, out.data(), x.data(), T, s.dim, &pool); });
+  const double t_one = best([&] { run_group(one, out1.data(), x.data(), T, &pool); });
   const double t_nosync = best([&] {
     pool.parallel_for(nth, [&](int th, int) {
-      for (size_t gi = 0; gi + 1 < groups.size(); gi++) share(groups[gi], t, out.data(), x.data(), T, th, nth);
-      share(groups.back(), t, out.data(), x.data() + (int64_t)(T - 1) * s.dim, 1, th, nth);
+      for (size_t gi = 0; gi + 1 < groups.size(); gi++) share(groups[gi], out.data(), x.data(), T, th, nth);
+      share(groups.back(), out.data(), x.data() + (int64_t)(T - 1) * s.dim, 1, th, nth);
     });
   });
   // Where the sequence's time goes: G MACs/s per group kind (qkv, o, gate/up, down, head).
@@ -168,7 +190,7 @@ int main(int argc, char** argv) {
       const bool last = gi + 1 == groups.size();
       const int kind = last ? 4 : (int)(gi % 4), n_tok = last ? 1 : T;
       Stopwatch sw;
-      run_group(groups[gi], t, out.data(), x.data() + (int64_t)(T - n_tok) * s.dim, n_tok, &pool);
+      run_group(groups[gi], out.data(), x.data() + (int64_t)(T - n_tok) * s.dim, n_tok, &pool);
       kind_s[kind] += sw.seconds();
       for (const Mat& m : groups[gi]) kind_w[kind] += (double)m.n * m.k * n_tok;
     }

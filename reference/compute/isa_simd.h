@@ -588,11 +588,10 @@ void pv_tile(float* const* o, const float* e, int ld, int m, const float* const*
     for (int b = 0; b < B; b++) V::store(o[a] + d0 + b * kL, ov[a][b]);
 }
 
-// Elements [d0, n16) of Q queries' o over the value rows [0, m).
+// Elements [0, n16) of Q queries' o over the value rows [0, m).
 template <class V, int Q>
-void pv_chunks(float* const* o, const float* e, int ld, int m, const float* const* rows, int64_t offset, int d0,
-               int n16) {
-  int d = d0;
+void pv_chunks(float* const* o, const float* e, int ld, int m, const float* const* rows, int64_t offset, int n16) {
+  int d = 0;
   if constexpr (Q == 1)
     for (; d + 8 * kL <= n16; d += 8 * kL) pv_tile<V, 1, 8>(o, e, ld, m, rows, offset, d);
   for (; d + 4 * kL <= n16; d += 4 * kL) pv_tile<V, Q, 4>(o, e, ld, m, rows, offset, d);
@@ -606,10 +605,10 @@ void pv_queries(float* const* o, const float* e, int ld, const int* m, const flo
                 int n16) {
   int common = m[0];
   for (int a = 1; a < Q; a++) common = std::min(common, m[a]);
-  pv_chunks<V, Q>(o, e, ld, common, rows, offset, 0, n16);
+  pv_chunks<V, Q>(o, e, ld, common, rows, offset, n16);
   if constexpr (Q > 1)
     for (int a = 0; a < Q; a++)
-      pv_chunks<V, 1>(o + a, e + (int64_t)a * ld + common, ld, m[a] - common, rows + common, offset, 0, n16);
+      pv_chunks<V, 1>(o + a, e + (int64_t)a * ld + common, ld, m[a] - common, rows + common, offset, n16);
 }
 
 // o[i][d] = fma_rn(rows[j][offset + d], e[i * ld + j], o[i][d]) for j = 0, 1, ..., m[i] - 1
@@ -621,9 +620,12 @@ void pv_rows(float* const* o, const float* e, int ld, const int* m, int nq, cons
   int i = 0;
   for (; i + 4 <= nq; i += 4) pv_queries<V, 4>(o + i, e + (int64_t)i * ld, ld, m + i, rows, offset, n16);
   const float* ei = e + (int64_t)i * ld;
-  if (nq - i == 3) pv_queries<V, 3>(o + i, ei, ld, m + i, rows, offset, n16);
-  if (nq - i == 2) pv_queries<V, 2>(o + i, ei, ld, m + i, rows, offset, n16);
-  if (nq - i == 1) pv_queries<V, 1>(o + i, ei, ld, m + i, rows, offset, n16);
+  switch (nq - i) {
+    case 3: pv_queries<V, 3>(o + i, ei, ld, m + i, rows, offset, n16); break;
+    case 2: pv_queries<V, 2>(o + i, ei, ld, m + i, rows, offset, n16); break;
+    case 1: pv_queries<V, 1>(o + i, ei, ld, m + i, rows, offset, n16); break;
+    default: break;
+  }
   if (n16 == n) return;
   for (i = 0; i < nq; i++)
     for (int j = 0; j < m[i]; j++) scale_fma_tail(o[i], 1.0f, rows[j] + offset, e[(int64_t)i * ld + j], n16, n);

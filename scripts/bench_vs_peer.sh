@@ -21,6 +21,14 @@
 #              oracle synth --preset llama3-8b --dtype f16 -o l3-f16.gguf
 #              oracle quantize l3-f16.gguf l3-q4_k_m.gguf --type Q4_K_M --threads 2
 #              LLAMA3_8B=l3-q4_k_m.gguf CONTEXT=256 scripts/bench_vs_peer.sh
+# Same op sequence: `oracle bench` decodes right after its PROMPT-token prefill,
+# so each decoded token attends to PROMPT.. PROMPT+DECODE-1 earlier ones. The
+# peer's decode is therefore timed at the same depth (llama-bench -d PROMPT:
+# the prompt is evaluated untimed, then tg DECODE is timed); llama-bench's
+# plain tgN starts from an empty cache, fewer K/V reads per token. That figure
+# is kept too, as decode_peer_depth0 (the "tg d0" column), for comparison with
+# published llama-bench numbers; the decode ratio is always against the peer
+# at the oracle's depth.
 # Each round runs the peer then the oracle back to back on the same file and
 # thread count, so both see the same machine load; the best of ROUNDS per side
 # is the least-disturbed run. The load average is printed with every round
@@ -45,10 +53,17 @@ LLAMA3_8B=${LLAMA3_8B:-}
   { echo "bench_vs_peer: no llama-bench in $PEER_BIN (scripts/build_peer.sh)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "bench_vs_peer: needs jq" >&2; exit 2; }
 
-# llama-bench JSON: one object per test; n_prompt > 0 is prefill, n_gen > 0 decode.
-peer_run() {  # model threads -> "prefill decode"
-  "$PEER_BIN/llama-bench" -m "$1" -t "$2" -p "$PROMPT" -n "$DECODE" -r 1 -o json 2>/dev/null |
-    jq -r '[(.[] | select(.n_prompt > 0) | .avg_ts), (.[] | select(.n_gen > 0) | .avg_ts)] | "\(.[0]) \(.[1])"'
+# llama-bench JSON: one object per test; n_prompt > 0 is prefill, n_gen > 0
+# decode at n_depth cached tokens (see above).
+peer_run() {  # model threads -> "prefill decode_at_PROMPT decode_at_0"
+  local pp tg
+  pp=$("$PEER_BIN/llama-bench" -m "$1" -t "$2" -p "$PROMPT" -n 0 -r 1 -o json 2>/dev/null |
+    jq -r '.[] | select(.n_prompt > 0) | .avg_ts')
+  tg=$("$PEER_BIN/llama-bench" -m "$1" -t "$2" -p 0 -n "$DECODE" -d "0,$PROMPT" -r 1 -o json 2>/dev/null |
+    jq -r --argjson d "$PROMPT" '[(.[] | select(.n_gen > 0 and .n_depth == $d) | .avg_ts),
+                                  (.[] | select(.n_gen > 0 and .n_depth == 0) | .avg_ts)] | "\(.[0]) \(.[1])"')
+  [ -n "$pp" ] && [ -n "$tg" ] || { echo "bench_vs_peer: llama-bench gave no figures for $1" >&2; exit 2; }
+  echo "$pp $tg"
 }
 
 oracle_run() {  # model threads -> JSON of oracle bench
@@ -59,32 +74,33 @@ oracle_run() {  # model threads -> JSON of oracle bench
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 
 bench_rows() {  # model: one table row per thread count, ROUNDS interleaved rounds
-  local model=$1 t pp tg pp_peer tg_peer pp_or tg_or last rpp rtg
+  local model=$1 t pp tg tg0 pp_peer tg_peer tg0_peer pp_or tg_or last rpp rtg
   [ -f "$model" ] || { echo "bench_vs_peer: missing $model" >&2; exit 2; }
   for t in $THREADS; do
-    pp_peer=0 tg_peer=0 pp_or=0 tg_or=0 last=""
+    pp_peer=0 tg_peer=0 tg0_peer=0 pp_or=0 tg_or=0 last=""
     for _ in $(seq "$ROUNDS"); do
-      read -r pp tg < <(peer_run "$model" "$t")
-      pp_peer=$(max "$pp_peer" "$pp"); tg_peer=$(max "$tg_peer" "$tg")
+      read -r pp tg tg0 < <(peer_run "$model" "$t")
+      pp_peer=$(max "$pp_peer" "$pp"); tg_peer=$(max "$tg_peer" "$tg"); tg0_peer=$(max "$tg0_peer" "$tg0")
       last=$(oracle_run "$model" "$t")
       pp_or=$(max "$pp_or" "$(jq .prefill_tok_s <<<"$last")")
       tg_or=$(max "$tg_or" "$(jq .decode_tok_s <<<"$last")")
-      echo "  round: peer pp $pp tg $tg | oracle pp $(jq .prefill_tok_s <<<"$last") tg $(jq .decode_tok_s <<<"$last") | load $(cut -d' ' -f1 /proc/loadavg)" >&2
+      echo "  round: peer pp $pp tg $tg (d0 $tg0) | oracle pp $(jq .prefill_tok_s <<<"$last") tg $(jq .decode_tok_s <<<"$last") | load $(cut -d' ' -f1 /proc/loadavg)" >&2
     done
     rpp=$(awk -v a="$pp_or" -v b="$pp_peer" 'BEGIN { printf "%.2f", a / b }')
     rtg=$(awk -v a="$tg_or" -v b="$tg_peer" 'BEGIN { printf "%.2f", a / b }')
-    printf "%-44s %3s | %10.1f %10.1f %6s | %10.1f %10.1f %6s | %s\n" "$(basename "$model")" "$t" \
-      "$pp_peer" "$pp_or" "$rpp" "$tg_peer" "$tg_or" "$rtg" "$(cut -d' ' -f1 /proc/loadavg)"
-    jq -c --arg f "$(basename "$model")" --argjson t "$t" --argjson ppp "$pp_peer" --argjson tgp "$tg_peer" \
+    printf "%-44s %3s | %10.1f %10.1f %6s | %10.1f %10.1f %6s | %8.1f | %s\n" "$(basename "$model")" "$t" \
+      "$pp_peer" "$pp_or" "$rpp" "$tg_peer" "$tg_or" "$rtg" "$tg0_peer" "$(cut -d' ' -f1 /proc/loadavg)"
+    jq -c --arg f "$(basename "$model")" --argjson t "$t" --argjson ppp "$pp_peer" --argjson tgp "$tg_peer" --argjson tg0 "$tg0_peer" \
       --argjson ppo "$pp_or" --argjson tgo "$tg_or" --argjson np "$PROMPT" --argjson nd "$DECODE" \
       '{file: $f, threads: $t, prompt: $np, decode: $nd, prefill_peer: $ppp, prefill_oracle: $ppo,
-        decode_peer: $tgp, decode_oracle: $tgo, prefill_ratio: ($ppo / $ppp), decode_ratio: ($tgo / $tgp),
+        decode_peer: $tgp, decode_peer_depth: $np, decode_peer_depth0: $tg0, decode_oracle: $tgo, prefill_ratio: ($ppo / $ppp), decode_ratio: ($tgo / $tgp),
         rss: {peak: .peak_rss_bytes, file: .file_bytes, kv_formula: .kv_bytes_formula,
               kv_allocated: .kv_bytes_allocated, bound: .rss_bound_bytes, within: .rss_within_bound}}' <<<"$last" >&2
   done
 }
 
-printf "%-44s %3s | %10s %10s %6s | %10s %10s %6s | load\n" file thr "pp peer" "pp oracle" ratio "tg peer" "tg oracle" ratio
+printf "%-44s %3s | %10s %10s %6s | %10s %10s %6s | %8s | load\n" file thr "pp peer" "pp oracle" ratio \
+  "tg peer" "tg oracle" ratio "tg d0"
 for model in "$@"; do bench_rows "$model"; done
 if [ -n "$LLAMA3_8B" ]; then  # llama3-8b synthetic Q4_K_M: fewer tokens and rounds (decode ~0.7 tok/s)
   PROMPT=${LLAMA3_8B_PROMPT:-16} DECODE=${LLAMA3_8B_DECODE:-8} ROUNDS=${LLAMA3_8B_ROUNDS:-1} bench_rows "$LLAMA3_8B"

@@ -22,15 +22,23 @@ struct KvCache::Impl {
   int kv_dim = 0;  // n_kv_heads * head_dim
   int bs = 0;      // tokens per block (paged)
 
-  // contiguous: per sequence the token ids and a position-major buffer that grows with the request
-  std::vector<std::vector<int>> tokens;          // (max_seqs, length) token ids
-  std::vector<std::vector<float>> k_seq, v_seq;  // (max_seqs) x (length, n_layers, kv_dim)
+  // contiguous: per sequence the token ids and a layer-major buffer that grows
+  // with the request. A layer's rows are consecutive, so a decode step reads
+  // each layer's K (and V) as one run (position-major, each row sat a whole
+  // token's n_layers rows from the next: slower to stream, a page per row).
+  struct SeqRows {
+    std::unique_ptr<float[]> k, v;  // (n_layers, cap, kv_dim); rows at positions >= length unset
+    int cap = 0;                    // positions per layer
+  };
+  std::vector<std::vector<int>> tokens;  // (max_seqs, length) token ids
+  std::vector<SeqRows> seqs;             // (max_seqs)
 
   // paged: the shared block manager over host blocks
   std::unique_ptr<HostKvStorage> storage;
   std::unique_ptr<KvBlocks> blocks;
 
-  long pos_row(int layer, int pos) const { return ((long)pos * cfg.n_layers + layer) * kv_dim; }
+  long row_at(int seq, int layer, int pos) const { return ((long)layer * seqs[seq].cap + pos) * kv_dim; }
+  SeqRows copy_rows(const SeqRows& from, int cap, int len) const;
   void grow_contiguous(int seq, int pos);
   void check_seq(int seq) const;
 };
@@ -52,21 +60,35 @@ static void admit_kv(const Config& c, uint64_t positions, const char* what) {
                    "lower --context (the context length is " + std::to_string(c.seq_len) + ")");
 }
 
-// Room for position `pos` of a contiguous sequence: capacity doubles from
-// reserve_tokens (default 16), capped at the context length.
-// A reallocation needs the new buffer while the old one still lives: admitted whole.
-void KvCache::Impl::grow_contiguous(int seq, int pos) {
-  const size_t stride = (size_t)cfg.n_layers * kv_dim, need = (size_t)(pos + 1) * stride;
-  std::vector<float>&k = k_seq[seq], &v = v_seq[seq];
-  if (k.capacity() < need) {
-    size_t have = k.capacity() / stride, first = opt.reserve_tokens > 0 ? opt.reserve_tokens : 16;
-    size_t tokens = std::min<size_t>(cfg.seq_len, std::max({(size_t)pos + 1, 2 * have, first}));
-    if (have > 0) admit_kv(cfg, (uint64_t)tokens, "growing the KV cache of one sequence");
-    k.reserve(tokens * stride);
-    v.reserve(tokens * stride);
+// Rows [0, len) of every layer of `from` in new buffers of `cap` positions a
+// layer (the rest left unset: never read before they are stored).
+KvCache::Impl::SeqRows KvCache::Impl::copy_rows(const SeqRows& from, int cap, int len) const {
+  SeqRows to;
+  const size_t n = (size_t)cfg.n_layers * (size_t)cap * (size_t)kv_dim;
+  to.k = std::make_unique_for_overwrite<float[]>(n);
+  to.v = std::make_unique_for_overwrite<float[]>(n);
+  to.cap = cap;
+  len = std::min(len, from.cap);  // a sequence never holds more rows than its buffer
+  for (int l = 0; l < cfg.n_layers && len > 0; l++) {
+    const size_t src = (size_t)l * from.cap * kv_dim, dst = (size_t)l * cap * kv_dim;
+    const size_t bytes = sizeof(float) * len * kv_dim;
+    std::memcpy(&to.k[dst], &from.k[src], bytes);
+    std::memcpy(&to.v[dst], &from.v[src], bytes);
   }
-  k.resize(need, 0.0f);
-  v.resize(need, 0.0f);
+  return to;
+}
+
+// Room for position `pos` of a contiguous sequence: capacity doubles from
+// reserve_tokens (default 16), capped at the context length. A reallocation
+// needs the new buffer while the old one still lives: admitted whole. Pages
+// are touched as rows are stored, so resident memory follows the length.
+void KvCache::Impl::grow_contiguous(int seq, int pos) {
+  SeqRows& s = seqs[seq];
+  if (pos < s.cap) return;
+  const int first = opt.reserve_tokens > 0 ? opt.reserve_tokens : 16;
+  const int cap = std::min(cfg.seq_len, std::max({pos + 1, 2 * s.cap, first}));
+  if (s.cap > 0) admit_kv(cfg, (uint64_t)cap, "growing the KV cache of one sequence");
+  s = copy_rows(s, cap, pos);  // rows [0, pos) are the sequence so far
 }
 
 // ============================================================================
@@ -87,8 +109,7 @@ KvCache::KvCache(const Config& config, const KvCacheOptions& options)
     const int admitted = options.reserve_tokens > 0 ? std::min(options.reserve_tokens, config.seq_len) : config.seq_len;
     admit_kv(config, (uint64_t)std::max(0, admitted), "the KV cache of one sequence");
     m.tokens.resize(options.max_seqs);
-    m.k_seq.resize(options.max_seqs);
-    m.v_seq.resize(options.max_seqs);
+    m.seqs.resize(options.max_seqs);
     return;
   }
   m.bs = options.block_size;
@@ -163,8 +184,7 @@ void KvCache::fork(int src, int dst) {
   require_input(length(dst) == 0 && src != dst, "kv_cache", "dst",
                 "fork target " + std::to_string(dst) + " must be an empty, different sequence");
   m.tokens[dst] = m.tokens[src];
-  m.k_seq[dst] = m.k_seq[src];
-  m.v_seq[dst] = m.v_seq[src];
+  m.seqs[dst] = m.copy_rows(m.seqs[src], m.seqs[src].cap, length(src));
 }
 
 int KvCache::attach_prefix(int seq, std::span<const int> prompt) {
@@ -185,12 +205,12 @@ float* KvCache::value_mut(int seq, int layer, int pos) {
 
 const float* KvCache::key(int seq, int layer, int pos) const {
   const Impl& m = *impl_;
-  if (!m.blocks) return &m.k_seq[seq][m.pos_row(layer, pos)];
+  if (!m.blocks) return &m.seqs[seq].k[m.row_at(seq, layer, pos)];
   return m.storage->k_row(m.blocks->block_table(seq)[pos / m.bs], layer, pos % m.bs);
 }
 const float* KvCache::value(int seq, int layer, int pos) const {
   const Impl& m = *impl_;
-  if (!m.blocks) return &m.v_seq[seq][m.pos_row(layer, pos)];
+  if (!m.blocks) return &m.seqs[seq].v[m.row_at(seq, layer, pos)];
   return m.storage->v_row(m.blocks->block_table(seq)[pos / m.bs], layer, pos % m.bs);
 }
 
@@ -201,12 +221,11 @@ KvMemoryReport KvCache::memory_report() const {
   r.bytes_per_token = 2ull * m.cfg.n_layers * m.kv_dim * sizeof(float);
   if (!m.blocks) {  // one "block" per sequence with storage: its current capacity
     uint64_t slots = 0;
-    const uint64_t stride = (uint64_t)m.cfg.n_layers * m.kv_dim;
     for (const auto& t : m.tokens) r.tokens_logical += t.size();
-    for (size_t s = 0; s < m.k_seq.size(); s++) {
-      if (m.k_seq[s].capacity() == 0) continue;
+    for (const Impl::SeqRows& s : m.seqs) {
+      if (s.cap == 0) continue;
       r.blocks_used++;
-      slots += m.k_seq[s].capacity() / stride;
+      slots += (uint64_t)s.cap;
     }
     r.blocks_total = m.opt.max_seqs;
     r.blocks_free = r.blocks_total - r.blocks_used;

@@ -102,6 +102,41 @@ TEST_CASE("contiguous capacity: reserve_tokens, then doubling, capped at the con
   CHECK(f.bytes_allocated == (uint64_t)std::min(96, m.config.seq_len) * f.bytes_per_token);
 }
 
+TEST_CASE("contiguous rows: every stored K/V row survives each growth and a fork, bit for bit", "[kv]") {
+  // Row (layer, pos) holds the value layer * 1000 + pos + d / 1000 in K and its negation in V;
+  // the cache grows from 3 positions (3, 6, 12, 24, 48) and sequence 0 is forked at 40.
+  const Config& c = stories().config;
+  KvCacheOptions co;
+  co.max_seqs = 2;
+  co.reserve_tokens = 3;
+  KvCache kv(c, co);
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+  auto want = [&](int l, int p, int d) { return (float)(l * 1000 + p) + (float)d / 1000.0f; };
+  auto check_rows = [&](int seq, int n) {
+    for (int l = 0; l < c.n_layers; l++)
+      for (int p = 0; p < n; p++)
+        for (int d = 0; d < kv_dim; d++) {
+          INFO("seq " << seq << " layer " << l << " pos " << p << " d " << d);
+          REQUIRE(kv.key(seq, l, p)[d] == want(l, p, d));
+          REQUIRE(kv.value(seq, l, p)[d] == -want(l, p, d));
+        }
+  };
+  for (int p = 0; p < 40; p++) {
+    REQUIRE(kv.append(0, 5) == p);
+    for (int l = 0; l < c.n_layers; l++)
+      for (int d = 0; d < kv_dim; d++) {
+        kv.key_mut(0, l, p)[d] = want(l, p, d);
+        kv.value_mut(0, l, p)[d] = -want(l, p, d);
+      }
+    check_rows(0, p + 1);
+  }
+  kv.fork(0, 1);
+  check_rows(1, 40);
+  kv.key_mut(0, 0, 0)[0] = 9.0f;  // the fork owns its rows
+  CHECK(kv.key(1, 0, 0)[0] == want(0, 0, 0));
+  CHECK(kv.memory_report().bytes_allocated == 2 * 48 * kv.memory_report().bytes_per_token);
+}
+
 TEST_CASE("KV admission: the paged pool is admitted as max_tokens + one block of positions", "[kv][errors]") {
   // kv_cache.cpp: a pool of max_tokens tokens in blocks of block_size is admitted as K and V of
   // (max_tokens + block_size) positions, 2 x layers x positions x kv_dim floats (the last block

@@ -247,9 +247,12 @@ std::vector<std::pair<int, int>> attention_blocks(const RunState& st, int per) {
 }
 
 // One task per (row block, kv head of this rank): the block's rows times the
-// kv head's query heads as one attention_queries call, so each K/V chunk is
-// read once for all of them. Local head h is query head q0 + h, reading kv head
-// (q0 + h) / group of the cache (which holds this rank's kv heads from kv_heads.begin).
+// kv head's query heads as one query group, so each K/V chunk is read once for
+// all of them; a thread's consecutive tasks of one block go chunk by chunk
+// across their kv heads (ops::attention_heads), so a decode step reads each
+// position's K/V row once, whole. Local head h is query head q0 + h, reading kv
+// head (q0 + h) / group of the cache (which holds this rank's kv heads from
+// kv_heads.begin).
 void attend(const Ctx& cx, RunState& st) {
   const Config& c = cx.c;
   int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
@@ -262,21 +265,33 @@ void attend(const Ctx& cx, RunState& st) {
     std::vector<float*> out;
     std::vector<const float*> q;
     std::vector<int> n_pos;
-    for (int task = begin; task < end; task++) {
-      const auto [r0, r1] = blocks[zigzag_row(task / n_kv, (int)blocks.size())];
-      const int g = kv_first + task % n_kv;  // kv head; its local query heads [h0, h1)
-      const int h0 = std::max(0, g * group - q0), h1 = std::min(heads, (g + 1) * group - q0);
-      out.clear(), q.clear(), n_pos.clear();
-      for (int r = r0; r < r1; r++)
-        for (int h = h0; h < h1; h++) {
-          out.push_back(&att[(size_t)r * q_dim + (size_t)h * c.head_dim]);
-          q.push_back(&st.q[(size_t)r * q_dim + (size_t)h * c.head_dim]);
-          n_pos.push_back(cx.rows[r].pos + 1);
-        }
+    struct Span {
+      int first, n, offset;  // queries [first, first + n) of kv head offset / head_dim
+    };
+    std::vector<Span> spans;
+    std::vector<ops::AttnGroup> groups;
+    for (int task = begin, next; task < end; task = next) {
+      const int b = task / n_kv;  // this block's tasks in [task, next)
+      next = std::min(end, (b + 1) * n_kv);
+      const auto [r0, r1] = blocks[zigzag_row(b, (int)blocks.size())];
+      out.clear(), q.clear(), n_pos.clear(), spans.clear(), groups.clear();
+      for (int t = task; t < next; t++) {
+        const int g = kv_first + t % n_kv;  // kv head; its local query heads [h0, h1)
+        const int h0 = std::max(0, g * group - q0), h1 = std::min(heads, (g + 1) * group - q0);
+        const int first = (int)out.size();
+        for (int r = r0; r < r1; r++)
+          for (int h = h0; h < h1; h++) {
+            out.push_back(&att[(size_t)r * q_dim + (size_t)h * c.head_dim]);
+            q.push_back(&st.q[(size_t)r * q_dim + (size_t)h * c.head_dim]);
+            n_pos.push_back(cx.rows[r].pos + 1);
+          }
+        for (int i = first; i < (int)out.size(); i += ops::kAttnQueries)  // at most kAttnQueries a group
+          spans.push_back({i, std::min((int)out.size() - i, ops::kAttnQueries), (g - kv0) * c.head_dim});
+      }
+      for (const Span& a : spans) groups.push_back({&out[a.first], &q[a.first], &n_pos[a.first], a.n, a.offset});
       const float* const* p = &st.kv_ptr[st.kv_at[r0]];
-      const ops::KvRows rows{p, p + st.kv_len[r0], (g - kv0) * c.head_dim};
-      ops::attention_queries(out.data(), q.data(), n_pos.data(), (int)out.size(), rows, c.head_dim,
-                             o_chunk.data(), ggml(cx));
+      ops::attention_heads(groups.data(), (int)groups.size(), p, p + st.kv_len[r0], c.head_dim, o_chunk.data(),
+                           st.n == 1, ggml(cx));
     }
   };
   const int n_tasks = (int)blocks.size() * n_kv;

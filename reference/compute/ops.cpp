@@ -2,6 +2,9 @@
 #include "reference/compute/ops.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "faults/fault.h"
 #include "numerics/numerics.h"
@@ -114,55 +117,114 @@ void merge_chunk(float* out, float* M, float* L, float mc, float sc, const float
   *M = Mn;
 }
 
-// Asks for m rows' head_dim floats from `offset` (a chunk's K or V of one kv
-// head) before they are read. The rows sit one per position across the cache,
-// so the hardware prefetcher does not get ahead of them, and in a decode step
-// they come from memory (the weights' stream has evicted the cache). A hint:
-// it never faults and changes no value.
-void prefetch_rows(const float* const* rows, int m, int offset, int head_dim) {
+// Asks for m rows' `len` floats from `offset` (a chunk's K or V of one kv
+// head, or of several) before they are read. The rows sit one per position
+// across the cache, so the hardware prefetcher does not get ahead of them.
+// A hint: it never faults and changes no value.
+void prefetch_rows(const float* const* rows, int m, int offset, int len) {
   for (int j = 0; j < m; j++)
-    for (int d = 0; d < head_dim; d += 16) __builtin_prefetch(rows[j] + offset + d);
+    for (int d = 0; d < len; d += 16) __builtin_prefetch(rows[j] + offset + d);
 }
 
-// nq <= kAttnQueries queries, chunk by chunk: a chunk's q·k for every query whose
-// positions reach it (a query's chunk 0 goes straight into its out, as attention's).
-void attention_group(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
-                     int head_dim, float* o_chunk, bool ggml_scales) {
+// Reads one float of each 64-byte line of m rows' `len` floats from `offset`,
+// so they are in cache before the chunks need them. A decode step's K/V rows
+// come from memory (the weights' stream has evicted them): read this way, each
+// line an independent load, they arrive faster than the chunks' own loads and
+// prefetches bring them (SmolLM2 Q4_K_M decode at depth 128-192, 1 thread,
+// Zen 4: attention 1.33-1.40 -> 1.01-1.07 ms a token; prefetching the same
+// lines to L2 first: 1.03-1.16; docs/performance.md). Changes no value.
+void warm_rows(const float* const* rows, int m, int offset, int len) {
+  uint32_t seen = 0;
+  for (int j = 0; j < m; j++)
+    for (int d = 0; d < len; d += 16) {
+      uint32_t bits;
+      std::memcpy(&bits, rows[j] + offset + d, sizeof bits);
+      seen |= bits;
+    }
+  asm volatile("" : : "r"(seen));  // the loads are kept; nothing is computed from them
+}
+
+// One kv head's queries (nq <= kAttnQueries) on their way through the chunks:
+// the running max M and sum L of each.
+struct QueryGroup {
+  AttnGroup a;
+  float M[kAttnQueries], L[kAttnQueries];
+};
+
+// Chunk [j0, j0 + kAttnChunk) of the group's queries whose positions reach it
+// (a query's chunk 0 goes straight into its out, as attention's).
+void group_chunk(QueryGroup& g, const KvRows& kv, int j0, int head_dim, float* o_chunk, bool ggml_scales) {
   const isa::Kernels& k = isa::kernels();
   float score[kAttnQueries][kAttnChunk];  // (queries of the chunk, positions of the chunk)
-  float M[kAttnQueries], L[kAttnQueries], mc[kAttnQueries], sc[kAttnQueries];
-  const int max_pos = *std::max_element(n_pos, n_pos + nq);
-  prefetch_rows(kv.keys, std::min(max_pos, kAttnChunk), kv.offset, head_dim);  // chunk 0's rows
-  prefetch_rows(kv.values, std::min(max_pos, kAttnChunk), kv.offset, head_dim);
+  float mc[kAttnQueries], sc[kAttnQueries];
+  int idx[kAttnQueries], m[kAttnQueries], na = 0, m_max = 0;  // the queries this chunk reaches
+  const float* qa[kAttnQueries];
+  float* oa[kAttnQueries];
+  for (int i = 0; i < g.a.nq; i++) {
+    if (g.a.n_pos[i] <= j0) continue;
+    idx[na] = i, qa[na] = g.a.q[i], m[na] = std::min(g.a.n_pos[i], j0 + kAttnChunk) - j0;
+    oa[na] = j0 == 0 ? g.a.out[i] : o_chunk + (size_t)na * head_dim;
+    m_max = std::max(m_max, m[na++]);
+  }
+  if (na == 0) return;
+  k.dot_rows(&score[0][0], kAttnChunk, qa, na, kv.keys + j0, kv.offset, m_max, head_dim);  // q·k
+  for (int a = 0; a < na; a++) {
+    mc[a] = chunk_weights(score[a], m[a], head_dim, ggml_scales, &sc[a]);
+    std::fill(oa[a], oa[a] + head_dim, 0.0f);
+  }
+  k.pv_rows(oa, &score[0][0], kAttnChunk, m, na, kv.values + j0, kv.offset, head_dim);  // p·v, j in order
+  for (int a = 0; a < na; a++) {
+    const int i = idx[a];
+    if (j0 == 0) g.M[i] = mc[a], g.L[i] = sc[a];
+    else merge_chunk(g.a.out[i], &g.M[i], &g.L[i], mc[a], sc[a], oa[a], head_dim);
+  }
+}
+
+// out = out / L (ggml: times 1 / L), every query of the group.
+void group_finish(QueryGroup& g, int head_dim, bool ggml_scales) {
+  for (int i = 0; i < g.a.nq; i++) {
+    float* out = g.a.out[i];
+    const float l_inv = div_rn(1.0f, g.L[i]);  // ggml: S_inv = 1.0f / S, then V *= S_inv
+    for (int d = 0; d < head_dim; d++) out[d] = ggml_scales ? mul_rn(out[d], l_inv) : div_rn(out[d], g.L[i]);
+  }
+}
+
+// Bytes of K and V one warmed window of chunks spans: a quarter of a 1 MiB L2,
+// so a window is still in cache when its chunks reach it.
+constexpr int64_t kWarmBytes = 256 * 1024;
+
+// The groups chunk by chunk: chunk j0 of every group before chunk j0 + 1 of
+// any, its rows' floats [lo, hi) (the groups' heads) prefetched a chunk ahead;
+// warm: instead, the chunks go in windows of about kWarmBytes, each read once
+// into cache (warm_rows) before its chunks run.
+void groups_by_chunk(QueryGroup* groups, int n_groups, const float* const* keys, const float* const* values,
+                     int head_dim, float* o_chunk, bool ggml_scales, bool warm) {
+  int max_pos = 0, lo = groups[0].a.offset, hi = lo;
+  for (int i = 0; i < n_groups; i++) {
+    const AttnGroup& a = groups[i].a;
+    max_pos = std::max(max_pos, *std::max_element(a.n_pos, a.n_pos + a.nq));
+    lo = std::min(lo, a.offset), hi = std::max(hi, a.offset + head_dim);
+  }
+  const int64_t row_bytes = 2 * (int64_t)sizeof(float) * (hi - lo);  // a position's K and V
+  const int window = warm ? (int)std::max<int64_t>(1, kWarmBytes / row_bytes / kAttnChunk) * kAttnChunk : max_pos;
+  if (!warm) {  // chunk 0's rows
+    prefetch_rows(keys, std::min(max_pos, kAttnChunk), lo, hi - lo);
+    prefetch_rows(values, std::min(max_pos, kAttnChunk), lo, hi - lo);
+  }
   for (int j0 = 0; j0 < max_pos; j0 += kAttnChunk) {
-    int idx[kAttnQueries], m[kAttnQueries], na = 0, m_max = 0;  // the queries this chunk reaches
-    const float* qa[kAttnQueries];
-    float* oa[kAttnQueries];
-    for (int i = 0; i < nq; i++) {
-      if (n_pos[i] <= j0) continue;
-      idx[na] = i, qa[na] = q[i], m[na] = std::min(n_pos[i], j0 + kAttnChunk) - j0;
-      oa[na] = j0 == 0 ? out[i] : o_chunk + (size_t)na * head_dim;
-      m_max = std::max(m_max, m[na++]);
+    if (warm && j0 % window == 0) {
+      warm_rows(keys + j0, std::min(window, max_pos - j0), lo, hi - lo);
+      warm_rows(values + j0, std::min(window, max_pos - j0), lo, hi - lo);
     }
     const int ahead = std::min(max_pos - (j0 + kAttnChunk), kAttnChunk);  // the next chunk's rows
-    prefetch_rows(kv.keys + j0 + kAttnChunk, ahead, kv.offset, head_dim);
-    prefetch_rows(kv.values + j0 + kAttnChunk, ahead, kv.offset, head_dim);
-    k.dot_rows(&score[0][0], kAttnChunk, qa, na, kv.keys + j0, kv.offset, m_max, head_dim);  // q·k
-    for (int a = 0; a < na; a++) {
-      mc[a] = chunk_weights(score[a], m[a], head_dim, ggml_scales, &sc[a]);
-      std::fill(oa[a], oa[a] + head_dim, 0.0f);
+    if (!warm) {  // warmed rows are in L2 (asking for them into L1 too measured 5 % slower)
+      prefetch_rows(keys + j0 + kAttnChunk, ahead, lo, hi - lo);
+      prefetch_rows(values + j0 + kAttnChunk, ahead, lo, hi - lo);
     }
-    k.pv_rows(oa, &score[0][0], kAttnChunk, m, na, kv.values + j0, kv.offset, head_dim);  // p·v, j in order
-    for (int a = 0; a < na; a++) {
-      const int i = idx[a];
-      if (j0 == 0) M[i] = mc[a], L[i] = sc[a];
-      else merge_chunk(out[i], &M[i], &L[i], mc[a], sc[a], oa[a], head_dim);
-    }
+    for (int i = 0; i < n_groups; i++)
+      group_chunk(groups[i], KvRows{keys, values, groups[i].a.offset}, j0, head_dim, o_chunk, ggml_scales);
   }
-  for (int i = 0; i < nq; i++) {
-    const float l_inv = div_rn(1.0f, L[i]);  // ggml: S_inv = 1.0f / S, then V *= S_inv
-    for (int d = 0; d < head_dim; d++) out[i][d] = ggml_scales ? mul_rn(out[i][d], l_inv) : div_rn(out[i][d], L[i]);
-  }
+  for (int i = 0; i < n_groups; i++) group_finish(groups[i], head_dim, ggml_scales);
 }
 
 }  // namespace
@@ -185,8 +247,17 @@ void attention(float* out, const float* q, const KvRows& kv, int n_pos, int head
 
 void attention_queries(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
                        int head_dim, float* o_chunk, bool ggml_scales) {
-  for (int i = 0; i < nq; i += kAttnQueries)
-    attention_group(out + i, q + i, n_pos + i, std::min(kAttnQueries, nq - i), kv, head_dim, o_chunk, ggml_scales);
+  for (int i = 0; i < nq; i += kAttnQueries) {
+    QueryGroup g{{out + i, q + i, n_pos + i, std::min(kAttnQueries, nq - i), kv.offset}, {}, {}};
+    groups_by_chunk(&g, 1, kv.keys, kv.values, head_dim, o_chunk, ggml_scales, false);
+  }
+}
+
+void attention_heads(const AttnGroup* groups, int n_groups, const float* const* keys, const float* const* values,
+                     int head_dim, float* o_chunk, bool warm, bool ggml_scales) {
+  std::vector<QueryGroup> g((size_t)n_groups);
+  for (int i = 0; i < n_groups; i++) g[i].a = groups[i];
+  groups_by_chunk(g.data(), n_groups, keys, values, head_dim, o_chunk, ggml_scales, warm);
 }
 
 }  // namespace oracle::ops

@@ -77,4 +77,23 @@ constexpr int kAttnQueries = 16;
 void attention_queries(float* const* out, const float* const* q, const int* n_pos, int nq, const KvRows& kv,
                        int head_dim, float* o_chunk, bool ggml_scales = false);
 
+// Several kv heads' queries over one sequence's rows, chunk by chunk across the
+// heads: chunk j of every group before chunk j + 1 of any, so each chunk's K/V
+// rows are read once, whole (a decode step: one pass over the layer's rows, not
+// one strided pass per kv head). Group i is attention_queries(out, q, n_pos,
+// nq, KvRows{keys, values, offset}) with nq <= kAttnQueries, and each query's
+// bits are its (the same chunks, the same ops in the same order). o_chunk:
+// scratch (kAttnQueries * head_dim). warm (a decode step, whose rows come from
+// memory): windows of chunks are read into cache before their chunks run; it
+// changes no value.
+struct AttnGroup {
+  float* const* out;
+  const float* const* q;
+  const int* n_pos;
+  int nq;      // <= kAttnQueries
+  int offset;  // g * head_dim: kv head g
+};
+void attention_heads(const AttnGroup* groups, int n_groups, const float* const* keys, const float* const* values,
+                     int head_dim, float* o_chunk, bool warm, bool ggml_scales = false);
+
 }  // namespace oracle::ops

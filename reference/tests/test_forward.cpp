@@ -242,6 +242,7 @@ TEST_CASE("forward matches float64: MQA and untied synthetic models", "[forward]
   check_against_f64(small_synthetic(8, 1, true), 40);   // MQA, tied
   check_against_f64(small_synthetic(4, 2, false), 40);  // GQA, untied
   check_against_f64(small_synthetic(4, 4, false), 40);  // MHA, untied
+  check_against_f64(small_synthetic(32, 1, false), 40);  // 32 query heads on one kv head: two query groups
 }
 
 // ============================================================================
@@ -252,6 +253,9 @@ TEST_CASE("prefill in one pass, token by token, in chunks of 3 and 7, and on 2 t
   SECTION("stories260K (GQA)") { check_chunk_invariance(fixture_model("stories260K/stories260K.bin"), 70); }
   SECTION("aidreams260K (MHA)") { check_chunk_invariance(fixture_model("aidreams260K/aidreams260K.bin"), 70); }
   SECTION("MQA synthetic, untied") { check_chunk_invariance(small_synthetic(8, 1, false), 70); }
+  SECTION("MQA, 32 heads (more than one query group a kv head)") {
+    check_chunk_invariance(small_synthetic(32, 1, false), 70);
+  }
 }
 
 TEST_CASE("last-position logits equal the last row of all_logits", "[forward]") {

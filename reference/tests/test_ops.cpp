@@ -3,6 +3,7 @@
 // float32 rounding (an independent check of the formulas themselves).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -302,6 +303,55 @@ TEST_CASE("attention_queries: each query's bits are the spec's, whatever its nei
           CHECK(first_bit_mismatch(std::span<const float>(out[i], hd), want) == "");
         }
       }
+}
+
+TEST_CASE("attention_heads: each query's bits are the spec's, across kv heads, warmed or not", "[ops][attention]") {
+  std::mt19937 rng(78);
+  for (int hd : {16, 64})
+    for (int n_kv : {1, 2, 3, 4})
+      for (int max_pos : {1, 31, 33, 97, 300, 700})  // 700 x 4 heads of 64: several warm windows
+        for (bool warm : {false, true}) {
+          const int kv_dim = n_kv * hd;
+          auto kbuf = random_vec((size_t)max_pos * kv_dim, rng(), 3.0f);
+          auto vbuf = random_vec((size_t)max_pos * kv_dim, rng());
+          std::vector<const float*> keys, values;
+          for (int j = 0; j < max_pos; j++) keys.push_back(&kbuf[(size_t)j * kv_dim]);
+          for (int j = 0; j < max_pos; j++) values.push_back(&vbuf[(size_t)j * kv_dim]);
+          std::vector<int> nq, head;  // per group: queries, kv head (in a shuffled order, one head twice)
+          for (int g = 0; g < n_kv; g++) nq.push_back(1 + (int)(rng() % ops::kAttnQueries)), head.push_back(g);
+          std::shuffle(head.begin(), head.end(), rng);
+          nq.push_back(1 + (int)(rng() % 3)), head.push_back(head[0]);
+          int total = 0;
+          for (int n : nq) total += n;
+          auto qbuf = random_vec((size_t)total * hd, rng(), 3.0f);
+          std::vector<float> obuf((size_t)total * hd, -7.0f), scratch((size_t)ops::kAttnQueries * hd);
+          std::vector<float*> out;
+          std::vector<const float*> q;
+          std::vector<int> n_pos;
+          for (int i = 0; i < total; i++) {  // the last group's queries stop early: chunks none of it reaches
+            out.push_back(&obuf[(size_t)i * hd]), q.push_back(&qbuf[(size_t)i * hd]);
+            const int reach = i >= total - nq.back() ? std::min(40, max_pos) : max_pos;
+            n_pos.push_back(i == 0 ? max_pos : 1 + (int)(rng() % reach));
+          }
+          std::vector<ops::AttnGroup> groups;
+          for (size_t g = 0, at = 0; g < nq.size(); at += nq[g], g++)
+            groups.push_back({&out[at], &q[at], &n_pos[at], nq[g], head[g] * hd});
+          ops::attention_heads(groups.data(), (int)groups.size(), keys.data(), values.data(), hd, scratch.data(), warm,
+                               false);
+          for (size_t g = 0, at = 0; g < nq.size(); at += nq[g], g++) {
+            std::vector<const float*> k, v;  // kv head head[g]'s rows (the spec's view)
+            for (int j = 0; j < max_pos; j++) {
+              k.push_back(keys[j] + head[g] * hd);
+              v.push_back(values[j] + head[g] * hd);
+            }
+            for (int i = (int)at; i < (int)at + nq[g]; i++) {
+              INFO("hd " << hd << " n_kv " << n_kv << " max_pos " << max_pos << " warm " << warm << " group " << g
+                         << " query " << i << " n_pos " << n_pos[i]);
+              const std::vector<float> want = spec_attention(q[i], k, v, n_pos[i], hd, false);
+              CHECK(first_bit_mismatch(std::span<const float>(out[i], hd), want) == "");
+            }
+          }
+        }
 }
 
 TEST_CASE("attention chunk partials are sequential sums of exp(score - max)", "[ops][attention]") {

@@ -86,6 +86,7 @@ std::string missing_feature(Isa isa, const CpuFeatures& f) {
   if (!f.fma) return "fma";  // numerics v2: the lanes are fused multiply-adds (FMA3)
   if (!f.f16c) return "f16c";
   if (isa == Isa::Avx512 && !f.avx512f) return "avx512f";
+  if (isa == Isa::Avx512 && !f.avx512bw) return "avx512bw";  // 32-bit opmasks (Q5_0's high bits, kmovd)
   return "";
 }
 

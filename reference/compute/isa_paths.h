@@ -3,7 +3,7 @@
 // unit defines, and the baseline helpers the SIMD paths call for the k % 16
 // tails. Only isa*.cpp include this.
 //
-// The SIMD TUs are compiled with -mavx2 / -mavx512f: every function they
+// The SIMD TUs are compiled with -mavx2 / -mavx512f -mavx512bw: every function they
 // define, except the one table getter each, has internal linkage (anonymous
 // namespace), so the linker can never pick an AVX copy of an inline or
 // template function for the baseline code (scripts/isa_check.py proves it on

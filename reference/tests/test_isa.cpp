@@ -498,7 +498,7 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
   avx2 = none;
   avx2.avx = avx2.avx2 = avx2.f16c = avx2.fma = true;
   avx512 = avx2;
-  avx512.avx512f = true;
+  avx512.avx512f = avx512.avx512bw = true;
   CHECK(isa::best_isa(none) == Isa::Scalar);
   CHECK(isa::best_isa(avx2) == Isa::Avx2);
   CHECK(isa::choose_isa(nullptr, avx2) == Isa::Avx2);
@@ -514,6 +514,10 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
   CHECK(isa::missing_feature(Isa::Avx2, no_fma) == "fma");
   CHECK(isa::missing_feature(Isa::Avx512, no_fma) == "fma");
   CHECK(isa::best_isa(no_fma) == Isa::Scalar);
+  isa::CpuFeatures no_bw = avx512;
+  no_bw.avx512bw = false;  // AVX-512F alone (Xeon Phi): the AVX-512 TU is built with -mavx512bw
+  CHECK(isa::missing_feature(Isa::Avx512, no_bw) == "avx512bw");
+  CHECK(isa::best_isa(no_bw) == Isa::Avx2);
   try {
     isa::choose_isa("avx512", avx2);
     FAIL("an unavailable path was accepted");
@@ -528,7 +532,8 @@ TEST_CASE("isa: the path is chosen from the CPU features and ORACLE_ISA", "[isa]
     CHECK(e.file() == "ORACLE_ISA");
     CHECK(e.field() == "bogus");
   }
-  CHECK(isa::feature_names(avx512) == std::vector<std::string>{"sse2", "avx", "avx2", "f16c", "fma", "avx512f"});
+  CHECK(isa::feature_names(avx512) ==
+        std::vector<std::string>{"sse2", "avx", "avx2", "f16c", "fma", "avx512f", "avx512bw"});
   // This CPU: the scalar path always, and the table of each path says which it is.
   REQUIRE(isa::available_isas().front() == Isa::Scalar);
   for (Isa p : isa::available_isas()) CHECK(isa::kernels_for(p).isa == p);

@@ -9,6 +9,7 @@
 #include "faults/fault.h"
 #include "reference/compute/kv_blocks.h"
 #include "base/errors.h"
+#include "base/huge_pages.h"
 #include "base/memory_budget.h"
 
 namespace oracle {
@@ -27,7 +28,7 @@ struct KvCache::Impl {
   // each layer's K (and V) as one run (position-major, each row sat a whole
   // token's n_layers rows from the next: slower to stream, a page per row).
   struct SeqRows {
-    std::unique_ptr<float[]> k, v;  // (n_layers, cap, kv_dim); rows at positions >= length unset
+    FloatBuffer k, v;  // (n_layers, cap, kv_dim); rows at positions >= length unset
     int cap = 0;                    // positions per layer
   };
   std::vector<std::vector<int>> tokens;  // (max_seqs, length) token ids
@@ -65,8 +66,8 @@ static void admit_kv(const Config& c, uint64_t positions, const char* what) {
 KvCache::Impl::SeqRows KvCache::Impl::copy_rows(const SeqRows& from, int cap, int len) const {
   SeqRows to;
   const size_t n = (size_t)cfg.n_layers * (size_t)cap * (size_t)kv_dim;
-  to.k = std::make_unique_for_overwrite<float[]>(n);
-  to.v = std::make_unique_for_overwrite<float[]>(n);
+  to.k = alloc_floats(n);  // from 2 MiB on, on huge pages (base/huge_pages.h)
+  to.v = alloc_floats(n);
   to.cap = cap;
   len = std::min(len, from.cap);  // a sequence never holds more rows than its buffer
   for (int l = 0; l < cfg.n_layers && len > 0; l++) {

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstdint>
 #include <random>
 
 #include "bit_compare.h"
 #include "forward_test_util.h"
 #include "base/errors.h"
+#include "base/huge_pages.h"
 #include "reference/compute/kv_blocks.h"
 
 using namespace oracle;
@@ -135,6 +137,20 @@ TEST_CASE("contiguous rows: every stored K/V row survives each growth and a fork
   kv.key_mut(0, 0, 0)[0] = 9.0f;  // the fork owns its rows
   CHECK(kv.key(1, 0, 0)[0] == want(0, 0, 0));
   CHECK(kv.memory_report().bytes_allocated == 2 * 48 * kv.memory_report().bytes_per_token);
+}
+
+TEST_CASE("alloc_floats: small buffers plain, from 2 MiB on 2 MiB-aligned whole pages", "[kv]") {
+  FloatBuffer none = alloc_floats(0), small = alloc_floats(1000);
+  CHECK(none != nullptr);
+  small[999] = 1.5f;
+  CHECK(small[999] == 1.5f);
+  for (size_t n : {kHugePageBytes / sizeof(float), kHugePageBytes / sizeof(float) + 1, 3 * kHugePageBytes / 4 + 5}) {
+    INFO(n << " floats");
+    FloatBuffer big = alloc_floats(n);
+    CHECK(reinterpret_cast<uintptr_t>(big.get()) % kHugePageBytes == 0);
+    big[0] = 2.0f, big[n - 1] = 3.0f;  // first and last written
+    CHECK(big[0] + big[n - 1] == 5.0f);
+  }
 }
 
 TEST_CASE("KV admission: the paged pool is admitted as max_tokens + one block of positions", "[kv][errors]") {

@@ -246,51 +246,69 @@ std::vector<std::pair<int, int>> attention_blocks(const RunState& st, int per) {
   return blocks;
 }
 
-// One task per (row block, kv head of this rank): the block's rows times the
-// kv head's query heads as one query group, so each K/V chunk is read once for
-// all of them; a thread's consecutive tasks of one block go chunk by chunk
-// across their kv heads (ops::attention_heads), so a decode step reads each
-// position's K/V row once, whole. Local head h is query head q0 + h, reading kv
-// head (q0 + h) / group of the cache (which holds this rank's kv heads from
-// kv_heads.begin).
-void attend(const Ctx& cx, RunState& st) {
+// This rank's heads as attention sees them: local query head h is query head
+// q0 + h and reads kv head (q0 + h) / group of the cache, which holds this
+// rank's kv heads from kv0; kv heads [kv_first, kv_first + n_kv) are read.
+struct HeadLayout {
+  int head_dim, q_dim, heads, group, q0, kv0, kv_first, n_kv;
+};
+HeadLayout head_layout(const Ctx& cx) {
   const Config& c = cx.c;
-  int q_dim = cx.sl.q_rows.size(), heads = q_dim / c.head_dim, group = c.n_heads / c.n_kv_heads;
-  int q0 = cx.sl.q_rows.begin / c.head_dim, kv0 = cx.sl.kv_heads.begin;
+  HeadLayout L;
+  L.head_dim = c.head_dim, L.q_dim = cx.sl.q_rows.size(), L.heads = L.q_dim / c.head_dim;
+  L.group = c.n_heads / c.n_kv_heads, L.q0 = cx.sl.q_rows.begin / c.head_dim, L.kv0 = cx.sl.kv_heads.begin;
+  L.kv_first = L.q0 / L.group, L.n_kv = (L.q0 + L.heads - 1) / L.group - L.kv_first + 1;
+  return L;
+}
+
+// The queries of rows [r0, r1) for kv heads [g0, g1): each kv head's query
+// heads times the rows, in query groups of at most kAttnQueries
+// (ops::AttnGroup). out and q: (n, q_dim), this rank's heads.
+struct BlockQueries {
+  std::vector<float*> out;
+  std::vector<const float*> q;
+  std::vector<int> n_pos;
+  std::vector<ops::AttnGroup> groups;  // pointing into the three above
+
+  void gather(const Ctx& cx, const HeadLayout& L, float* att, const float* qs, int r0, int r1, int g0, int g1) {
+    out.clear(), q.clear(), n_pos.clear(), groups.clear();
+    const size_t most = (size_t)(r1 - r0) * L.heads;  // no reallocation: the groups' pointers stay valid
+    out.reserve(most), q.reserve(most), n_pos.reserve(most);
+    for (int g = g0; g < g1; g++) {
+      const int h0 = std::max(0, g * L.group - L.q0), h1 = std::min(L.heads, (g + 1) * L.group - L.q0);
+      const int first = (int)out.size();
+      for (int r = r0; r < r1; r++)
+        for (int h = h0; h < h1; h++) {
+          const size_t at = (size_t)r * L.q_dim + (size_t)h * L.head_dim;
+          out.push_back(att + at), q.push_back(qs + at), n_pos.push_back(cx.rows[r].pos + 1);
+        }
+      for (int i = first; i < (int)out.size(); i += ops::kAttnQueries)
+        groups.push_back({&out[i], &q[i], &n_pos[i], std::min((int)out.size() - i, ops::kAttnQueries),
+                          (g - L.kv0) * L.head_dim});
+    }
+  }
+};
+
+// One task per (row block, kv head of this rank); a thread's consecutive tasks
+// of one block go chunk by chunk across their kv heads (ops::attention_heads),
+// so each K/V chunk is read once for all their queries, and a decode step reads
+// each position's K/V row once, whole (warmed into cache first: its rows come
+// from memory).
+void attend(const Ctx& cx, RunState& st) {
+  const HeadLayout L = head_layout(cx);
   std::vector<float>& att = slice_out(cx, st.att_local, st.att);  // (n, q_dim)
-  const auto blocks = attention_blocks(st, rows_per_task(group));
-  const int kv_first = q0 / group, n_kv = (q0 + heads - 1) / group - kv_first + 1;  // this rank's kv heads
+  const auto blocks = attention_blocks(st, rows_per_task(L.group));
+  const int n_kv = L.n_kv;
   auto tasks = [&](int begin, int end) {
-    std::vector<float> o_chunk((size_t)ops::kAttnQueries * c.head_dim);  // (queries, head_dim)
-    std::vector<float*> out;
-    std::vector<const float*> q;
-    std::vector<int> n_pos;
-    struct Span {
-      int first, n, offset;  // queries [first, first + n) of kv head offset / head_dim
-    };
-    std::vector<Span> spans;
-    std::vector<ops::AttnGroup> groups;
+    std::vector<float> o_chunk((size_t)ops::kAttnQueries * L.head_dim);  // (queries, head_dim)
+    BlockQueries bq;
     for (int task = begin, next; task < end; task = next) {
-      const int b = task / n_kv;  // this block's tasks in [task, next)
+      const int b = task / n_kv;  // this block's tasks [task, next): kv heads kv_first + task % n_kv on
       next = std::min(end, (b + 1) * n_kv);
       const auto [r0, r1] = blocks[zigzag_row(b, (int)blocks.size())];
-      out.clear(), q.clear(), n_pos.clear(), spans.clear(), groups.clear();
-      for (int t = task; t < next; t++) {
-        const int g = kv_first + t % n_kv;  // kv head; its local query heads [h0, h1)
-        const int h0 = std::max(0, g * group - q0), h1 = std::min(heads, (g + 1) * group - q0);
-        const int first = (int)out.size();
-        for (int r = r0; r < r1; r++)
-          for (int h = h0; h < h1; h++) {
-            out.push_back(&att[(size_t)r * q_dim + (size_t)h * c.head_dim]);
-            q.push_back(&st.q[(size_t)r * q_dim + (size_t)h * c.head_dim]);
-            n_pos.push_back(cx.rows[r].pos + 1);
-          }
-        for (int i = first; i < (int)out.size(); i += ops::kAttnQueries)  // at most kAttnQueries a group
-          spans.push_back({i, std::min((int)out.size() - i, ops::kAttnQueries), (g - kv0) * c.head_dim});
-      }
-      for (const Span& a : spans) groups.push_back({&out[a.first], &q[a.first], &n_pos[a.first], a.n, a.offset});
+      bq.gather(cx, L, att.data(), st.q.data(), r0, r1, L.kv_first + task % n_kv, L.kv_first + (next - 1) % n_kv + 1);
       const float* const* p = &st.kv_ptr[st.kv_at[r0]];
-      ops::attention_heads(groups.data(), (int)groups.size(), p, p + st.kv_len[r0], c.head_dim, o_chunk.data(),
+      ops::attention_heads(bq.groups.data(), (int)bq.groups.size(), p, p + st.kv_len[r0], L.head_dim, o_chunk.data(),
                            st.n == 1, ggml(cx));
     }
   };

@@ -195,20 +195,21 @@ static std::string size_text(double bytes) {
 
 static void print_table(const nlohmann::json& j, const Model& m, const std::string& backend) {
   const std::string name = m.path.empty() ? "embedded (synth tiny)" : std::filesystem::path(m.path).filename().string();
-  char ppn[32], tgn[32], pps[64], tgs[64], par[32];
+  char ppn[32], tgn[48], pps[64], tgs[64], par[32];
   std::snprintf(ppn, sizeof ppn, "pp%d", j["prefill_tokens"].get<int>());
-  std::snprintf(tgn, sizeof tgn, "tg%d", j["decode_tokens"].get<int>());
+  // decode follows the prefill, so its tokens attend to N earlier ones: llama-bench's "tgM @ dN"
+  std::snprintf(tgn, sizeof tgn, "tg%d @ d%d", j["decode_tokens"].get<int>(), j["prefill_tokens"].get<int>());
   std::snprintf(pps, sizeof pps, "%.2f ± %.2f", j["prefill_tok_s"].get<double>(), j["prefill_tok_s_sd"].get<double>());
   std::snprintf(tgs, sizeof tgs, "%.2f ± %.2f", j["decode_tok_s"].get<double>(), j["decode_tok_s_sd"].get<double>());
   std::snprintf(par, sizeof par, "%.2f M", n_params(m) / 1e6);
   const std::string size = size_text(j.value("weight_bytes", 0.0));
-  std::printf("| %-24s | %10s | %9s | %-9s | %7s | %6s | %20s |\n", "model", "size", "params", "backend", "threads",
+  std::printf("| %-24s | %10s | %9s | %-9s | %7s | %13s | %20s |\n", "model", "size", "params", "backend", "threads",
               "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(24, '-').c_str(), std::string(9, '-').c_str(),
               std::string(8, '-').c_str(), std::string(9, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(5, '-').c_str(), std::string(19, '-').c_str());
+              std::string(12, '-').c_str(), std::string(19, '-').c_str());
   for (int row = 0; row < 2; row++)
-    std::printf("| %-24s | %10s | %9s | %-9s | %7d | %6s | %21s |\n", name.c_str(), size.c_str(), par, backend.c_str(),
+    std::printf("| %-24s | %10s | %9s | %-9s | %7d | %13s | %21s |\n", name.c_str(), size.c_str(), par, backend.c_str(),
                 j["threads"].get<int>(), row == 0 ? ppn : tgn, row == 0 ? pps : tgs);
   std::printf("\n%d repetition(s), context %d.\n", j["repetitions"].get<int>(), j["context"].get<int>());
 }

@@ -117,7 +117,7 @@ PY
     jq -e '(.samples.decode_tok_s | add / length) as $m | ((.decode_tok_s - $m) | fabs) < 1e-6 * $m and .decode_tok_s_sd >= 0' \
       "$WORK/out" >/dev/null || fail "mean/sd: $(cat "$WORK/out")"
     "$ORACLE" bench -m "$GGUF" -r 2 -q >"$WORK/out"
-    grep -qE '^\| stories260K.gguf .*\| +pp64 \| +[0-9.]+ ± [0-9.]+ \|$' "$WORK/out" && grep -qE '\| +tg64 \|' "$WORK/out" ||
+    grep -qE '^\| stories260K.gguf .*\| +pp64 \| +[0-9.]+ ± [0-9.]+ \|$' "$WORK/out" && grep -qE '\| +tg64 @ d64 \|' "$WORK/out" ||
       fail "table: $(cat "$WORK/out")"
     ;;
   golden_all_mismatches)  # three tampered records: three MISMATCH lines, the count, exit 1

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <sys/mman.h>
 #include <ctime>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +18,7 @@
 #include "bit_compare.h"
 #include "forward_test_util.h"
 #include "base/errors.h"
+#include "base/huge_pages.h"
 #include "numerics/numerics.h"
 #include "reference/model/quant.h"
 
@@ -407,27 +407,23 @@ TEST_CASE("admission: activation_bytes is RunState's buffers, refused one byte p
 // Speed (hidden: run with `test_forward "[.bench]"`)
 // ============================================================================
 namespace {
-// Copies every weight of `m` into one 2 MiB-aligned anonymous buffer advised
-// MADV_HUGEPAGE and repoints the model at it (the bench's "huge pages" run).
+// Copies every weight of `m` into one buffer on huge pages (base/huge_pages.h)
+// and repoints the model at it (the bench's "huge pages" run).
 struct HugeArena {
-  float* base = nullptr;
-  size_t used = 0, cap = 0;
-  ~HugeArena() { std::free(base); }
+  FloatBuffer base;
+  size_t used = 0;
   const float* put(const WeightMatrix& src, size_t n) { return put(src.f32(), n); }
   const float* put(const float* src, size_t n) {
-    std::memcpy(base + used, src, n * sizeof(float));
+    std::memcpy(base.get() + used, src, n * sizeof(float));
     used += n;
-    return base + used - n;
+    return base.get() + used - n;
   }
 };
 void rehome_on_huge_pages(Model& m, HugeArena& a) {
   const Config& c = m.config;
   size_t qd = (size_t)c.n_heads * c.head_dim, kd = (size_t)c.n_kv_heads * c.head_dim, D = c.dim, F = c.hidden_dim;
   size_t per_layer = 2 * D + 2 * qd * D + 2 * kd * D + 3 * F * D;
-  a.cap = ((size_t)c.vocab_size * D * 2 + D + c.n_layers * per_layer) * sizeof(float);
-  a.cap = (a.cap + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-  a.base = static_cast<float*>(std::aligned_alloc(2u << 20, a.cap));
-  madvise(a.base, a.cap, MADV_HUGEPAGE);
+  a.base = alloc_floats((size_t)c.vocab_size * D * 2 + D + c.n_layers * per_layer);
   Weights& w = m.weights;
   bool tied = w.classifier == w.token_embedding;
   w.token_embedding = a.put(w.token_embedding, (size_t)c.vocab_size * D);

@@ -14,6 +14,8 @@
 
 #include "distributed/tensor_parallel.h"
 #include "base/errors.h"
+#include "base/huge_pages.h"
+#include "base/mmap_file.h"
 #include "reference/compute/forward.h"
 #include "reference/compute/isa.h"
 #include "numerics/numerics.h"
@@ -96,13 +98,31 @@ static uint64_t weight_bytes(const Model& m) {
 }
 
 // Bytes of the checkpoint file(s) the model maps.
+// The checkpoint's files (a safetensors folder: its shards).
+static std::vector<const MappedFile*> checkpoint_files(const Model& m) {
+  std::vector<const MappedFile*> files;
+  if (m.format == "safetensors")
+    for (const auto& f : m.extra_files) files.push_back(f.get());
+  else if (m.file)
+    files.push_back(m.file.get());
+  return files;
+}
+
+// The checkpoint's size: what the RSS bound counts (a huge-page copy holds at
+// most 2 MiB more per file, within the bound's 64 MiB slack).
 static uint64_t mapped_file_bytes(const Model& m) {
-  if (m.format == "safetensors") {
-    uint64_t n = 0;
-    for (const auto& f : m.extra_files) n += f->size();
-    return n;
-  }
-  return m.file ? m.file->size() : 0;
+  uint64_t n = 0;
+  for (const MappedFile* f : checkpoint_files(m)) n += f->size();
+  return n;
+}
+
+// Where the weights live, and how much of them the kernel put on 2 MiB pages.
+static nlohmann::json weights_residency_json(const Model& m) {
+  const std::vector<const MappedFile*> files = checkpoint_files(m);
+  uint64_t huge = 0;
+  for (const MappedFile* f : files) huge += anon_huge_bytes(f->data(), f->size());
+  const FileResidency r = files.empty() ? FileResidency::mapped : files.front()->residency();
+  return {{"weights_residency", residency_name(r)}, {"weights_huge_page_bytes", huge}};
 }
 
 // Peak RSS budget: mapped file + KV formula + 64 MiB (code, activations,
@@ -340,6 +360,7 @@ static int bench_device(const DevicePipeline& dev, const Model& m, const BenchOp
   }
   progress.finish();
   j.update(stats_json(pp, tg));
+  j.update(weights_residency_json(m));
   add_device_fields(j, m, o);
   print_report(j, m, o);
   return kExitOk;
@@ -372,6 +393,7 @@ static nlohmann::json tp_ranks_json(dist::Communicator& comm, const KvCache& kv)
 
 int run_bench(BenchOptions o) {
   const ProcessMemory before = read_process_memory();
+  if (o.tp != 1) o.model.residency = FileResidency::mapped;  // each rank keeps only its rows (tp_world)
   const Model m = load_model_arg(o.model);
   if (o.mode != "both") parse_mode(o.mode);  // a bad --mode is refused for every backend
   require_input(o.mode != "both" || o.backend != "reference", o.mode, "--mode", "both is for device backends (cuda-emu, cuda)");
@@ -414,6 +436,7 @@ int run_bench(BenchOptions o) {
   const nlohmann::json ranks = world ? tp_ranks_json(*world, kv) : nlohmann::json();
   const ProbeResult probe = world ? ProbeResult{} : probe_weights(m, o.probe_repeats);
   nlohmann::json j = bench_json(m, o, t, kv, before, probe);
+  j.update(weights_residency_json(m));
   stamp_numerics_version(j);  // docs/numerics.md "Versioning"
   if (world) {
     j["tp"] = o.tp;

@@ -242,8 +242,10 @@ static void check_record_paths(const json& r, const std::string& where) {
   }
 }
 
-static LoadedModel load(const fs::path& base, const std::string& model, const std::string& tokenizer, int threads) {
+static LoadedModel load(const fs::path& base, const std::string& model, const std::string& tokenizer, int threads,
+                        bool split) {
   ModelOptions a;
+  if (split) a.residency = FileResidency::mapped;  // a rank drops the pages it does not read
   a.model = (base / model).string();
   require_input(fs::exists(a.model), a.model, "model",
                 "golden model not found (fixture paths are relative to the shared folder: pass --shared-dir DIR "
@@ -337,7 +339,7 @@ static int write_transcript(const GoldenTarget& gm, const fs::path& base, const 
   const std::vector<std::string> fixed = {"", "Once upon a time",
                                           "Lily said: \xE2\x80\x9E\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9 "
                                           "\xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82 caf\xC3\xA9!\xE2\x80\x9C"};
-  const LoadedModel lm = load(base, gm.model, gm.tokenizer, 1);
+  const LoadedModel lm = load(base, gm.model, gm.tokenizer, 1, false);
   if (gm.fixture && gm.fixture->instruct) {  // plain + chat prompts (instruct_records)
     std::string text;
     const std::vector<json> records = instruct_records(*gm.fixture, lm, gm.numerics);
@@ -546,7 +548,7 @@ static void verify_file(const fs::path& file, const std::vector<json>& records, 
     check_record_paths(r, file.string() + ":" + std::to_string(lines[i]));
     const std::string key = base.string() + "|" + r["model"].get<std::string>() + "|" + r["tokenizer"].get<std::string>();
     if (!cache.count(key)) {
-      cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads));
+      cache.emplace(key, load(base, r["model"], r["tokenizer"], o.threads, o.split));
       if (o.split && cache.at(key).model.file) cache.at(key).model.file->drop_resident();  // keep only the rows read
     }
     out.push_back({{"index", first + i}, {"result", verify_one(file, r, lines[i], cache.at(key), o)}});

@@ -43,6 +43,7 @@ Model load_model_arg(const ModelOptions& a) {
   LoadOptions options;
   options.context_length_override = a.context;
   options.allow_context_extension = a.allow_context_extension;
+  options.residency = a.residency;
   return load_model(a.model, options);
 }
 

@@ -22,6 +22,8 @@ struct ModelOptions {
   int context = 0;        // 0: the file's context length
   int threads = 1;
   bool allow_context_extension = false;  // --context above the file's trained context
+  // Not a flag: tensor-parallel ranks set mapped (they drop the pages they do not read).
+  FileResidency residency = FileResidency::automatic;
 };
 
 void add_model_options(CLI::App* sub, ModelOptions& args);

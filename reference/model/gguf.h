@@ -59,7 +59,8 @@ struct GgufTensorInfo {
 // ---- the file ----------------------------------------------------------------------
 class GgufFile {
  public:
-  explicit GgufFile(const std::string& path);  // throws InputError
+  // Throws InputError. The bytes are mapped unless `residency` says otherwise.
+  explicit GgufFile(const std::string& path, FileResidency residency = FileResidency::mapped);
   const std::string& path() const { return file_->path(); }
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }

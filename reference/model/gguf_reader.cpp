@@ -134,7 +134,8 @@ GgufValue read_value(Cursor& c, const std::string& key) {
 }  // namespace
 
 // ---- GgufFile: parsing --------------------------------------------------------------------
-GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
+GgufFile::GgufFile(const std::string& path, FileResidency residency)
+    : file_(std::make_shared<MappedFile>(path, residency)) {
   parse();
 }
 

@@ -372,7 +372,7 @@ void fill_tensor_table(const GgufFile& g, Model& m) {
 
 // ---- load_gguf ---------------------------------------------------------------------------------
 Model load_gguf(const std::string& path, const LoadOptions& options) {
-  GgufFile g(path);
+  GgufFile g(path, options.residency);
   Model m;
   m.file = g.file();
   m.path = path;

@@ -129,7 +129,7 @@ void take_all(const MappedFile& f, Model& m) {
 
 Model load_llama2c(const std::string& path, const LoadOptions& options) {
   Model m;
-  m.file = std::make_shared<MappedFile>(path);
+  m.file = std::make_shared<MappedFile>(path, options.residency);
   m.path = path;
   m.format = "llama2c";
   m.config = read_llama2c_header(*m.file);

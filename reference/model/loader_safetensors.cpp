@@ -438,7 +438,7 @@ Model load_safetensors(const std::string& path, const LoadOptions& options) {
   validate_config(m.config, files.config);
   StModel s{m, {}};
   for (const std::string& shard : files.shards) {
-    m.extra_files.push_back(std::make_shared<MappedFile>(shard));
+    m.extra_files.push_back(std::make_shared<MappedFile>(shard, options.residency));
     read_shard(m.extra_files.back(), s.table);
   }
   m.file = m.extra_files.front();

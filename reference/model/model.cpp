@@ -1,6 +1,7 @@
 // load_model: dispatch on the file's magic / extension, SHA-256 of the
 // checkpoint, and the helpers shared by the three loaders (loaders.h).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -95,8 +96,10 @@ std::string checkpoint_sha256(const Model& m) {
 
 }  // namespace
 
-Model load_model(const std::string& path, const LoadOptions& options) {
+Model load_model(const std::string& path, const LoadOptions& requested) {
   namespace fs = std::filesystem;
+  LoadOptions options = requested;
+  if (options.residency == FileResidency::automatic) options.residency = residency_from_env(std::getenv("ORACLE_WEIGHTS"));
   Model m;
   std::error_code ec;
   if (fs::is_directory(path, ec) || ends_with(path, ".safetensors") || ends_with(path, "config.json")) {

@@ -163,6 +163,10 @@ struct LoadOptions {
   // An override above the file's context length is an InputError unless set.
   bool allow_context_extension = false;
   bool compute_sha256 = true;
+  // Where the checkpoint's bytes live (base/mmap_file.h). automatic: the value
+  // of $ORACLE_WEIGHTS (auto, mapped, huge_pages), else choose_residency's
+  // rule. Callers that drop pages (tensor-parallel ranks) pass mapped.
+  FileResidency residency = FileResidency::automatic;
 };
 
 // Dispatches on the file's magic (GGUF, safetensors directory/config.json, llama2.c).

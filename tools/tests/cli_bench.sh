@@ -26,6 +26,28 @@ case $CASE in
            and .rss_file_backed > 0 and (.tpot_ms - 1000 / .decode_tok_s | fabs) < 1e-6' \
       "$WORK/b.json" >/dev/null || fail "inconsistent report $(cat "$WORK/b.json")"
     ;;
+  weights_residency)  # ORACLE_WEIGHTS (docs/cli.md): the file mapped or copied onto 2 MiB pages, named in
+    # bench's report (whole 2 MiB pages, as many as the kernel granted: none where THP is off); the
+    # generated text the same either way; any other spelling refused with exit 2
+    m="$MODELS/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    need_fixture "$m"
+    for w in mapped huge_pages; do
+      ORACLE_WEIGHTS=$w "$ORACLE" bench --model "$m" --prompt-tokens 4 --decode-tokens 2 --repetitions 1 --json >"$WORK/$w.json"
+      jq -e --arg w $w --argjson size "$(stat -c %s "$m")" '.weights_residency == $w
+          and .weights_huge_page_bytes <= ($size + 2097151) and .weights_huge_page_bytes % 2097152 == 0
+          and ($w == "huge_pages" or .weights_huge_page_bytes == 0)' \
+        "$WORK/$w.json" >/dev/null || fail "ORACLE_WEIGHTS=$w: $(jq -c '{weights_residency, weights_huge_page_bytes}' "$WORK/$w.json")"
+      ORACLE_WEIGHTS=$w "$ORACLE" run --model "$m" --prompt "Once upon a time" --max-tokens 12 >"$WORK/$w.txt"
+    done
+    cmp -s "$WORK/mapped.txt" "$WORK/huge_pages.txt" || fail "the text depends on ORACLE_WEIGHTS"
+    jq -e '.weights_residency == "mapped"' <("$ORACLE" bench --model "$MODELS/gguf/stories260K.gguf" \
+      --prompt-tokens 4 --decode-tokens 2 --repetitions 1 --json) >/dev/null || fail "a 1 MB file is not mapped under auto"
+    set +e
+    ORACLE_WEIGHTS=huge "$ORACLE" run --model "$m" --prompt "x" --max-tokens 1 >/dev/null 2>"$WORK/e.txt"; rc=$?
+    set -e
+    [ $rc -eq 2 ] && grep -q "ORACLE_WEIGHTS" "$WORK/e.txt" && grep -q "huge_pages" "$WORK/e.txt" ||
+      fail "ORACLE_WEIGHTS=huge: rc $rc: $(cat "$WORK/e.txt")"
+    ;;
   rss_bound)  # peak RSS of a 16-token run <= file + KV formula + 64 MB (docs/performance.md "Memory"),
     # for `run` (GNU time's maximum resident set) and for bench's own report, on a quantized
     # GGUF (SmolLM2 Q4_1), a mapped F32 GGUF (synthetic stories15m, 61 MB) and a llama2.c file

@@ -209,9 +209,11 @@ case $CASE in
     [ $rc -eq 2 ] && grep -q -- "--tp" "$WORK/e.txt" || fail "bench --tp 2 without mpirun: rc $rc: $(cat "$WORK/e.txt")"
     need_mpi
     "$ORACLE" bench -m "$M" --prompt-tokens 8 --decode-tokens 4 -r 1 --json -q >"$WORK/b1.json"
-    "${MPIRUN[@]}" -np 3 "$ORACLE" bench -m "$M" --prompt-tokens 8 --decode-tokens 4 -r 1 --tp 3 --json -q >"$WORK/b3.json"
+    # A rank keeps only its rows' pages, so it maps the file even where ORACLE_WEIGHTS asks for a copy.
+    ORACLE_WEIGHTS=huge_pages "${MPIRUN[@]}" -x ORACLE_WEIGHTS -np 3 "$ORACLE" bench -m "$M" --prompt-tokens 8 \
+      --decode-tokens 4 -r 1 --tp 3 --json -q >"$WORK/b3.json"
     kv1=$(jq '.kv_bytes_allocated' "$WORK/b1.json")
-    jq -e --argjson kv1 "$kv1" '.tp == 3 and (.tp_ranks | length) == 3
+    jq -e --argjson kv1 "$kv1" '.tp == 3 and (.tp_ranks | length) == 3 and .weights_residency == "mapped"
         and ([.tp_ranks[].rank] == [0, 1, 2])
         and ([.tp_ranks[].kv_bytes_allocated] | add) == $kv1
         and ([.tp_ranks[].all_gathers] | unique | length) == 1 and .tp_ranks[0].all_gathers > 0

@@ -238,6 +238,8 @@ static void print_human(const nlohmann::json& j) {
   std::string features;
   for (const auto& f : j["cpu_features"]) features += (features.empty() ? "" : " ") + f.get<std::string>();
   std::printf("ISA path %s (CPU features: %s)\n", j["isa"].get<std::string>().c_str(), features.c_str());
+  std::printf("weights %s (%llu bytes on 2 MiB pages; ORACLE_WEIGHTS, docs/cli.md)\n",
+              j["weights_residency"].get<std::string>().c_str(), j["weights_huge_page_bytes"].get<unsigned long long>());
   std::printf("time to first token %.2f ms, %.3f ms per decoded token (%.0f%% of a plain weight read)\n",
               j["ttft_ms"].get<double>(), j["tpot_ms"].get<double>(), 100.0 * j["decode_bandwidth_ratio"].get<double>());
   std::printf("KV cache %llu bytes (formula %llu); peak RSS %llu bytes (file-backed %llu, anon %llu)\n",

@@ -37,6 +37,8 @@ case $CASE in
           and .weights_huge_page_bytes <= ($size + 2097151) and .weights_huge_page_bytes % 2097152 == 0
           and ($w == "huge_pages" or .weights_huge_page_bytes == 0)' \
         "$WORK/$w.json" >/dev/null || fail "ORACLE_WEIGHTS=$w: $(jq -c '{weights_residency, weights_huge_page_bytes}' "$WORK/$w.json")"
+      ORACLE_WEIGHTS=$w "$ORACLE" bench --model "$m" --prompt-tokens 4 --decode-tokens 2 --repetitions 1 -q |
+        grep -q "^weights $w (" || fail "ORACLE_WEIGHTS=$w: the text report does not say 'weights $w'"
       ORACLE_WEIGHTS=$w "$ORACLE" run --model "$m" --prompt "Once upon a time" --max-tokens 12 >"$WORK/$w.txt"
     done
     cmp -s "$WORK/mapped.txt" "$WORK/huge_pages.txt" || fail "the text depends on ORACLE_WEIGHTS"

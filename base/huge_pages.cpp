@@ -40,7 +40,7 @@ uint8_t* map_huge_region(size_t bytes) {
   if (rounded < bytes || rounded > SIZE_MAX - kHugePageBytes) return nullptr;
   // Reserve one page more, then trim both ends to a 2 MiB boundary.
   const size_t span = rounded + kHugePageBytes;
-  void* r = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* r = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (r == MAP_FAILED) return nullptr;
   const uintptr_t base = reinterpret_cast<uintptr_t>(r);
   const uintptr_t aligned = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;

@@ -61,6 +61,9 @@ MappedFile::MappedFile(const std::string& path, FileResidency residency) : path_
   if (size_ == 0) return;
   const bool forced = residency == FileResidency::huge_pages;
   if (residency == FileResidency::automatic) residency = choose_residency(size_, memory_available().bytes);
+  if (forced)  // a copy larger than memory is refused here, not met by the OOM killer
+    admit_allocation(size_, path, "ORACLE_WEIGHTS", "a copy of the file on 2 MiB pages",
+                     "ORACLE_WEIGHTS=mapped maps the file instead");
   if (residency == FileResidency::huge_pages) {
     uint8_t* p = map_huge_region(size_);
     require_input(p != nullptr || !forced, path, "file",

@@ -5,6 +5,8 @@
 // read with the spellings docs/cli.md gives.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -105,7 +107,7 @@ TEST_CASE("MappedFile: a huge-page copy holds the file's bytes, 2 MiB-aligned, k
   }
 }
 
-TEST_CASE("MappedFile: automatic takes choose_residency's answer; SmolLM2's 85 MB file is copied whole", "[residency]") {
+TEST_CASE("MappedFile: automatic takes choose_residency's answer; SmolLM2's 98 MB file is copied whole", "[residency]") {
   const std::string path = test::fixture("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
   const MappedFile f(path, FileResidency::automatic);
   CHECK(f.residency() == choose_residency(f.size(), memory_available().bytes));
@@ -118,6 +120,44 @@ TEST_CASE("MappedFile: automatic takes choose_residency's answer; SmolLM2's 85 M
   CHECK(anon_huge_bytes(f.data(), 0) == 0);
   const MappedFile tiny(test::fixture("gguf/llama2xs.gguf"), FileResidency::automatic);
   CHECK(tiny.residency() == FileResidency::mapped);  // 1.2 MB: under one huge page
+}
+
+namespace {
+
+// The residency MappedFile takes for `path`, or the InputError's field, with
+// the address space limited to what the process maps now plus `extra` bytes.
+std::string residency_within(const std::string& path, FileResidency r, uint64_t extra, std::string* message) {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key)
+    if (key == "VmSize:" && (in >> kib)) break;
+  REQUIRE(kib > 0);
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_AS, &old) == 0);
+  struct rlimit tight = old;
+  tight.rlim_cur = (rlim_t)(kib * 1024 + extra);
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < tight.rlim_cur) tight.rlim_cur = old.rlim_cur;
+  REQUIRE(::setrlimit(RLIMIT_AS, &tight) == 0);
+  std::string out;
+  try {
+    out = residency_name(MappedFile(path, r).residency());
+  } catch (const InputError& e) {
+    out = e.field(), *message = e.what();
+  }
+  ::setrlimit(RLIMIT_AS, &old);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("MappedFile: a forced copy that does not fit is refused naming ORACLE_WEIGHTS; auto maps", "[residency]") {
+  const std::string path = test::fixture("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");  // 98 MB
+  std::string message;
+  CHECK(residency_within(path, FileResidency::huge_pages, 32 * kMiB, &message) == "ORACLE_WEIGHTS");
+  CHECK(message.find("ORACLE_WEIGHTS=mapped") != std::string::npos);
+  // Room for the mapping but not for twice the file: auto maps.
+  CHECK(residency_within(path, FileResidency::automatic, 160 * kMiB, &message) == "mapped");
 }
 
 TEST_CASE("load_model: every loader honours the residency, and the logits' bits do not depend on it", "[residency]") {

@@ -1,7 +1,7 @@
 #pragma once
 // A file's bytes, read-only, with bounds-checked views: mapped from the page
 // cache (4 KiB pages, nothing copied), or read into anonymous memory on 2 MiB
-// pages (base/huge_pages.h), which a decode step's weight stream walks with
+// pages (base/huge_pages.h), where a decode step's weight stream takes
 // 1/512 of the page walks: SmolLM2 Q4_K_M decode 87-88 -> 91 tok/s on one Zen 4
 // core (docs/performance.md). Either way the bytes are the file's, unchanged.
 #include <cstddef>

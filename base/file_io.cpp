@@ -85,18 +85,22 @@ std::string read_regular_file(const std::string& path, const std::string& field,
   return read_up_to(f, path, field, max_bytes);
 }
 
-std::string read_file_prefix(const std::string& path, const std::string& field, size_t n) {
-  const FileHandle f = open_regular_file(path, field);
-  std::string out(n, '\0');
+size_t read_into(const FileHandle& f, void* to, size_t n, const std::string& path, const std::string& field) {
   size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::read(f.fd(), out.data() + got, n - got);
+    const ssize_t r = ::read(f.fd(), static_cast<char*>(to) + got, n - got);
     if (r < 0 && errno == EINTR) continue;
     require_input(r >= 0, path, field, "read failed: " + errno_text(errno));
     if (r == 0) break;
     got += (size_t)r;
   }
-  out.resize(got);
+  return got;
+}
+
+std::string read_file_prefix(const std::string& path, const std::string& field, size_t n) {
+  const FileHandle f = open_regular_file(path, field);
+  std::string out(n, '\0');
+  out.resize(read_into(f, out.data(), n, path, field));
   return out;
 }
 

@@ -49,6 +49,9 @@ std::string read_regular_file(const std::string& path, const std::string& field,
                               uint64_t max_bytes = uint64_t(1) << 32);
 // The first n bytes (fewer if the file is shorter).
 std::string read_file_prefix(const std::string& path, const std::string& field, size_t n);
+// Up to n bytes from f's current offset into `to` (fewer only at the end of
+// the file); returns how many. InputError(path, field, "read failed: ...").
+size_t read_into(const FileHandle& f, void* to, size_t n, const std::string& path, const std::string& field);
 
 class AtomicWriter {
  public:

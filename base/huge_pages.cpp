@@ -8,10 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <string>
 #include <new>
+#include <string>
 
 namespace oracle {
+
+static size_t whole_huge_pages(size_t bytes) {
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
 
 void FreeDeleter::operator()(float* p) const noexcept { std::free(p); }
 
@@ -22,17 +26,13 @@ FloatBuffer alloc_floats(size_t n) {
     if (p == nullptr) throw std::bad_alloc();
     return FloatBuffer(static_cast<float*>(p));
   }
-  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const size_t rounded = whole_huge_pages(bytes);
   void* p = std::aligned_alloc(kHugePageBytes, rounded);
   if (p == nullptr) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
   ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: a refusal leaves 4 KiB pages
 #endif
   return FloatBuffer(static_cast<float*>(p));
-}
-
-static size_t whole_huge_pages(size_t bytes) {
-  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
 }
 
 uint8_t* map_huge_region(size_t bytes) {

@@ -38,19 +38,25 @@ FileResidency choose_residency(uint64_t file_bytes, uint64_t available_bytes) {
 
 namespace {
 
-// Every byte of the file into `to` (n bytes), or InputError naming the file.
-void read_exactly(const FileHandle& f, uint8_t* to, size_t n, const std::string& path) {
-  constexpr size_t kChunk = size_t{64} << 20;  // bounded syscalls, any file size
+// The file's n bytes in a read-only region on 2 MiB pages (base/huge_pages.h);
+// nullptr when the region is refused. InputError naming the file when the
+// read fails or comes up short (the region is released first).
+const uint8_t* copy_to_huge_pages(const FileHandle& f, size_t n, const std::string& path) {
+  uint8_t* p = map_huge_region(n);
+  if (p == nullptr) return nullptr;
   size_t got = 0;
-  while (got < n) {
-    const size_t want = n - got < kChunk ? n - got : kChunk;
-    const ssize_t r = ::pread(f.fd(), to + got, want, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    require_input(r >= 0, path, "file", std::string("read failed: ") + std::strerror(errno));
-    require_input(r > 0, path, "file",
-                  "truncated while reading: " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
-    got += (size_t)r;
+  try {
+    got = read_into(f, p, n, path, "file");
+  } catch (...) {
+    unmap_huge_region(p, n);
+    throw;
   }
+  if (got != n) {
+    unmap_huge_region(p, n);
+    throw InputError(path, "file", "truncated while reading: " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
+  }
+  ::mprotect(p, n, PROT_READ);  // read-only like the mapping
+  return p;
 }
 
 }  // namespace
@@ -65,19 +71,11 @@ MappedFile::MappedFile(const std::string& path, FileResidency residency) : path_
     admit_allocation(size_, path, "ORACLE_WEIGHTS", "a copy of the file on 2 MiB pages",
                      "ORACLE_WEIGHTS=mapped maps the file instead");
   if (residency == FileResidency::huge_pages) {
-    uint8_t* p = map_huge_region(size_);
-    require_input(p != nullptr || !forced, path, "file",
+    data_ = copy_to_huge_pages(f, size_, path);
+    require_input(data_ != nullptr || !forced, path, "file",
                   "weights on huge pages: no anonymous memory for a copy of " + std::to_string(size_) +
                       " bytes (" + std::strerror(errno) + "); ORACLE_WEIGHTS=mapped maps the file instead");
-    if (p != nullptr) {
-      try {
-        read_exactly(f, p, size_, path);
-      } catch (...) {
-        unmap_huge_region(p, size_);
-        throw;
-      }
-      ::mprotect(p, size_, PROT_READ);  // read-only like the mapping
-      data_ = p;
+    if (data_ != nullptr) {
       residency_ = FileResidency::huge_pages;
       return;
     }

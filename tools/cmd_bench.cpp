@@ -97,7 +97,6 @@ static uint64_t weight_bytes(const Model& m) {
   return n;
 }
 
-// Bytes of the checkpoint file(s) the model maps.
 // The checkpoint's files (a safetensors folder: its shards).
 static std::vector<const MappedFile*> checkpoint_files(const Model& m) {
   std::vector<const MappedFile*> files;

@@ -236,7 +236,9 @@ static void print_table(const nlohmann::json& j, const Model& m, const std::stri
 static void print_human(const nlohmann::json& j) {
   std::string features;
   for (const auto& f : j["cpu_features"]) features += (features.empty() ? "" : " ") + f.get<std::string>();
-  std::printf("ISA path %s (CPU features: %s)\n", j["isa"].get<std::string>().c_str(), features.c_str());
+  std::printf("ISA path %s (CPU features: %s); CPU vendor %s, decode prefetch %s (ORACLE_PREFETCH, docs/cli.md)\n",
+              j["isa"].get<std::string>().c_str(), features.c_str(), j["cpu_vendor"].get<std::string>().c_str(),
+              j["decode_prefetch"].get<std::string>().c_str());
   std::printf("weights %s (%llu bytes on 2 MiB pages; ORACLE_WEIGHTS, docs/cli.md)\n",
               j["weights_residency"].get<std::string>().c_str(), j["weights_huge_page_bytes"].get<unsigned long long>());
   std::printf("time to first token %.2f ms, %.3f ms per decoded token (%.0f%% of a plain weight read)\n",
@@ -454,6 +456,8 @@ int run_bench(BenchOptions o) {
   j["numerics"] = o.numerics;
   j["isa"] = isa::isa_name(isa::kernels().isa);  // the CPU kernels' path (reference/compute/isa.h)
   j["cpu_features"] = isa::feature_names(isa::cpu_features());
+  j["cpu_vendor"] = isa::vendor_name(isa::cpu_vendor());
+  j["decode_prefetch"] = isa::prefetch_name(isa::decode_prefetch());  // ORACLE_PREFETCH or the vendor's (isa.h)
   j["params"] = n_params(m);
   if (speculative_enabled(o.spec))
     j.update(bench_speculative(m, o.spec, vocab, bench_prompt(m.config, o.prompt_tokens), o.decode_tokens,

@@ -33,6 +33,12 @@ uint64_t xgetbv0() {
 bool bit(uint32_t reg, int b) { return (reg >> b) & 1u; }
 }  // namespace
 
+CpuVendor cpu_vendor() {
+  uint32_t a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return CpuVendor::Other;
+  return vendor_from_cpuid(b, c, d);
+}
+
 CpuFeatures cpu_features() {
   CpuidRegs r;
   uint32_t a, b, c, d;
@@ -43,8 +49,44 @@ CpuFeatures cpu_features() {
   return features_from_cpuid(r);
 }
 #else
+CpuVendor cpu_vendor() { return CpuVendor::Other; }
 CpuFeatures cpu_features() { return {}; }
 #endif
+
+const char* vendor_name(CpuVendor v) {
+  switch (v) {
+    case CpuVendor::Intel: return "intel";
+    case CpuVendor::Amd: return "amd";
+    case CpuVendor::Other: return "other";
+  }
+  return "?";
+}
+
+CpuVendor vendor_from_cpuid(uint32_t ebx, uint32_t ecx, uint32_t edx) {
+  char s[13] = {};
+  std::memcpy(s, &ebx, 4), std::memcpy(s + 4, &edx, 4), std::memcpy(s + 8, &ecx, 4);
+  if (std::strcmp(s, "GenuineIntel") == 0) return CpuVendor::Intel;
+  if (std::strcmp(s, "AuthenticAMD") == 0) return CpuVendor::Amd;
+  return CpuVendor::Other;
+}
+
+const char* prefetch_name(DecodePrefetch p) { return p == DecodePrefetch::Ahead ? "ahead" : "span"; }
+
+DecodePrefetch default_prefetch(CpuVendor v) {
+  return v == CpuVendor::Intel ? DecodePrefetch::Ahead : DecodePrefetch::Span;
+}
+
+DecodePrefetch choose_prefetch(const char* env, CpuVendor v) {
+  if (env == nullptr || *env == '\0' || std::strcmp(env, "auto") == 0) return default_prefetch(v);
+  for (DecodePrefetch p : {DecodePrefetch::Span, DecodePrefetch::Ahead})
+    if (std::strcmp(env, prefetch_name(p)) == 0) return p;
+  throw InputError("ORACLE_PREFETCH", env, "unknown decode prefetch (expected auto, span or ahead)");
+}
+
+DecodePrefetch decode_prefetch() {
+  static const DecodePrefetch chosen = choose_prefetch(std::getenv("ORACLE_PREFETCH"), cpu_vendor());
+  return chosen;
+}
 
 CpuFeatures features_from_cpuid(const CpuidRegs& r) {
   const auto bit = [](uint32_t reg, int b) { return ((reg >> b) & 1u) != 0; };
@@ -122,7 +164,10 @@ const Kernels& table(Isa isa) {
 const Kernels& kernels() {
   // Initialised once (a throw leaves it uninitialised: the next call throws
   // again), immutable after: not mutable global state.
-  static const Kernels& chosen = table(choose_isa(std::getenv("ORACLE_ISA"), cpu_features()));
+  // $ORACLE_PREFETCH is read here too, so a bad value is refused on the
+  // caller's thread (tools/main.cpp, qmatmul.cpp), not inside a worker.
+  static const Kernels& chosen =
+      (decode_prefetch(), table(choose_isa(std::getenv("ORACLE_ISA"), cpu_features())));
   return chosen;
 }
 

@@ -61,6 +61,29 @@ Isa best_isa(const CpuFeatures& f);
 // InputError naming ORACLE_ISA for an unknown name or a path `f` cannot run.
 Isa choose_isa(const char* env, const CpuFeatures& f);
 
+// ---- decode prefetch (a hint: changes no value, only where loads start) ----------
+// Decode streams every matrix once, R rows per tile (isa_simd.h row_block). Every
+// CPU gets the span (each tile's cache lines asked for at its start), and Q8_0's
+// 34-byte blocks each prefetch their twin one tile on as they are decoded. Ahead
+// extends that per-block prefetch to the smaller 32-element blocks (Q4_0, Q4_1,
+// Q5_0, Q5_1). Measured (docs/performance.md "Decode prefetch by CPU vendor"):
+// faster on an Intel Xeon (Emerald Rapids class: SmolLM2 Q4_1 decode, 1 thread,
+// +15 %), mixed or slower on AMD Zen 4; so Intel gets Ahead, every other CPU Span.
+enum class DecodePrefetch { Span, Ahead };
+const char* prefetch_name(DecodePrefetch p);  // "span", "ahead" (the ORACLE_PREFETCH spellings)
+enum class CpuVendor { Intel, Amd, Other };
+const char* vendor_name(CpuVendor v);  // "intel", "amd", "other"
+// CPUID leaf 0's vendor string, EBX EDX ECX in that order ("GenuineIntel",
+// "AuthenticAMD"); a pure function (tests give it registers).
+CpuVendor vendor_from_cpuid(uint32_t ebx, uint32_t ecx, uint32_t edx);
+CpuVendor cpu_vendor();  // this CPU's (Other off x86-64)
+DecodePrefetch default_prefetch(CpuVendor v);  // Intel: Ahead; others: Span
+// $ORACLE_PREFETCH's value `env`: null, empty or "auto": default_prefetch(v); "span" or
+// "ahead" force one. Anything else throws InputError naming ORACLE_PREFETCH.
+DecodePrefetch choose_prefetch(const char* env, CpuVendor v);
+// This process's choice (the first call decides, like kernels(); immutable after).
+DecodePrefetch decode_prefetch();
+
 // ---- the dispatch table ------------------------------------------------------
 // Every kernel gives the bits of its scalar definition (numerics.h
 // dot_canonical; dequantize_row then dot_canonical for stored types).

@@ -284,12 +284,14 @@ void row_block(float* out, const float* x, DType type, const uint8_t* w, int64_t
   // besides the span, each block's next-tile twin (R rows on) is prefetched as
   // it is decoded (scripts/probes/kernel_probe.c, PROBE_PREFETCH = 4 rows, 1
   // thread, Zen 4, load 3.4: K = 1536 (ffn_down) 9.9-10.6 -> 15.2-15.4 G
-  // weights/s, K = 576 16.7-16.9 -> 17.2-17.3; for Q4_1 / Q5_0 / F32 it was
-  // mixed or slower, so they keep the span alone).
-  constexpr bool kAhead = D::kElems == 32 && D::kBytes >= 32;
+  // weights/s, K = 576 16.7-16.9 -> 17.2-17.3). For the smaller 32-element
+  // blocks (Q4_0 .. Q5_1) it was mixed or slower on Zen 4 but 15-18 % faster
+  // on an Intel Xeon (bench_decode_seq smollm2 Q4_1 / Q4_K_M, 1 thread), so
+  // there it follows the CPU's policy (isa.h decode_prefetch).
+  const bool ahead = D::kElems == 32 && (D::kBytes >= 32 || decode_prefetch() == DecodePrefetch::Ahead);
   for (; i + R <= r1; i += R) {
     prefetch_span(w + (int64_t)i * rb, R * rb);
-    tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, kAhead ? R * rb : 0);
+    tile_stored<V, D, R, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k, ahead ? R * rb : 0);
   }
   for (; i < r1; i++) tile_stored<V, D, 1, T>(o + i, n_out, type, w + (int64_t)i * rb, rb, xt, k);
 }

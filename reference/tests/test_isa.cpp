@@ -611,3 +611,46 @@ TEST_CASE("isa: cpu_features agree with the kernel's /proc/cpuinfo flags", "[isa
   CHECK(f.avx512bw == has("avx512bw"));
   CHECK(f.avx512vl == has("avx512vl"));
 }
+
+// The decode prefetch policy (isa.h): the vendor read from CPUID leaf 0's string (the
+// register values are the documented ones: Intel SDM vol. 2A and AMD APM vol. 3, CPUID
+// function 0), Intel -> Ahead, every other vendor -> Span, and $ORACLE_PREFETCH's spellings.
+TEST_CASE("isa: the decode prefetch follows the CPU vendor; ORACLE_PREFETCH forces or is refused", "[isa]") {
+  using isa::CpuVendor;
+  using isa::DecodePrefetch;
+  CHECK(isa::vendor_from_cpuid(0x756e6547, 0x6c65746e, 0x49656e69) == CpuVendor::Intel);  // "Genu" "ntel" "ineI"
+  CHECK(isa::vendor_from_cpuid(0x68747541, 0x444d4163, 0x69746e65) == CpuVendor::Amd);    // "Auth" "cAMD" "enti"
+  CHECK(isa::vendor_from_cpuid(0x6f677948, 0x656e6975, 0x6e65476e) == CpuVendor::Other);  // "HygonGenuine"
+  CHECK(isa::vendor_from_cpuid(0x756e6547, 0x49656e69, 0x6c65746e) == CpuVendor::Other);  // ECX / EDX swapped
+  CHECK(isa::vendor_from_cpuid(0, 0, 0) == CpuVendor::Other);
+  CHECK(isa::default_prefetch(CpuVendor::Intel) == DecodePrefetch::Ahead);
+  CHECK(isa::default_prefetch(CpuVendor::Amd) == DecodePrefetch::Span);
+  CHECK(isa::default_prefetch(CpuVendor::Other) == DecodePrefetch::Span);
+  for (CpuVendor v : {CpuVendor::Intel, CpuVendor::Amd, CpuVendor::Other}) {
+    INFO(isa::vendor_name(v));
+    CHECK(isa::choose_prefetch(nullptr, v) == isa::default_prefetch(v));
+    CHECK(isa::choose_prefetch("", v) == isa::default_prefetch(v));
+    CHECK(isa::choose_prefetch("auto", v) == isa::default_prefetch(v));
+    CHECK(isa::choose_prefetch("span", v) == DecodePrefetch::Span);
+    CHECK(isa::choose_prefetch("ahead", v) == DecodePrefetch::Ahead);
+  }
+  for (const char* bad : {"Ahead", "span ", "none", "1"}) {
+    try {
+      isa::choose_prefetch(bad, CpuVendor::Intel);
+      FAIL("ORACLE_PREFETCH=" << bad << " was accepted");
+    } catch (const InputError& e) {
+      CHECK(e.file() == "ORACLE_PREFETCH");
+      CHECK(e.field() == bad);
+    }
+  }
+  // This CPU: the vendor agrees with the kernel's reading of it (/proc/cpuinfo vendor_id).
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("vendor_id", 0) == 0) {
+      const bool intel = line.find("GenuineIntel") != std::string::npos;
+      const bool amd = line.find("AuthenticAMD") != std::string::npos;
+      CHECK(isa::cpu_vendor() == (intel ? CpuVendor::Intel : amd ? CpuVendor::Amd : CpuVendor::Other));
+      break;
+    }
+}

@@ -42,6 +42,36 @@ case $CASE in
     ORACLE_ISA=scalar "$ORACLE" bench --prompt-tokens 4 --decode-tokens 2 --repetitions 1 | grep -q "^ISA path scalar" ||
       fail "bench text output does not name the path"
     ;;
+  prefetch_refused)  # an unknown ORACLE_PREFETCH: exit 2 naming it and the value, before any work
+    export ORACLE_PREFETCH=sideways
+    expect_input_error "ORACLE_PREFETCH" "sideways" -- "$ORACLE" version
+    grep -qF "auto, span or ahead" "$WORK/err" || fail "the error does not list the values: $(cat "$WORK/err")"
+    expect_input_error "ORACLE_PREFETCH" "sideways" -- "$ORACLE" run --prompt "Once" --max-tokens 2
+    ;;
+  prefetch_reported)  # version and bench name the vendor and the prefetch; the variable is honoured
+    vendor=$(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+    case $vendor in GenuineIntel) want=intel def=ahead ;; AuthenticAMD) want=amd def=span ;; *) want=other def=span ;; esac
+    j=$(env -u ORACLE_PREFETCH "$ORACLE" version --json)
+    [ "$(jq -r .cpu_vendor <<<"$j")" = "$want" ] || fail "cpu_vendor $(jq -r .cpu_vendor <<<"$j"), /proc/cpuinfo says $vendor"
+    [ "$(jq -r .decode_prefetch <<<"$j")" = "$def" ] || fail "default decode_prefetch $(jq -r .decode_prefetch <<<"$j"), want $def"
+    for p in span ahead; do
+      [ "$(ORACLE_PREFETCH=$p "$ORACLE" version --json | jq -r .decode_prefetch)" = $p ] || fail "ORACLE_PREFETCH=$p not honoured"
+    done
+    ORACLE_PREFETCH=span "$ORACLE" version | grep -q "decode prefetch span)" || fail "text: $(ORACLE_PREFETCH=span "$ORACLE" version)"
+    ORACLE_PREFETCH=ahead "$ORACLE" bench --prompt-tokens 4 --decode-tokens 2 --repetitions 1 --json >"$WORK/b.json"
+    jq -e ".decode_prefetch == \"ahead\" and .cpu_vendor == \"$want\"" "$WORK/b.json" >/dev/null || fail "bench json: $(cat "$WORK/b.json")"
+    ;;
+  prefetch_same_bits)  # a hint only: SmolLM2 Q4_1 (32-element blocks, the ones it changes) decodes the same logits
+    m=$SHARED/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+    [ -f "$m" ] || { echo "skip: no $m"; exit 77; }
+    for p in span ahead; do
+      ORACLE_PREFETCH=$p "$ORACLE" run -m "$m" --prompt "Once upon a time" --max-tokens 6 --threads 2 --json >"$WORK/$p.json" ||
+        fail "ORACLE_PREFETCH=$p run failed"
+    done
+    bits() { jq -c '[.output_ids, [.steps[].logits_sha256]]' "$WORK/$1.json"; }
+    [ "$(bits span | jq 'first | length')" -eq 6 ] || fail "no output: $(cat "$WORK/span.json" | head -c 300)"
+    [ "$(bits span)" = "$(bits ahead)" ] || fail "span and ahead differ: $(bits span) vs $(bits ahead)"
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"

@@ -22,7 +22,9 @@
 //   PROBE_SPAN=0 : decode without the tile-start prefetch of the 32-element and
 //       F32 types (their default mirrors isa_simd.h).
 //   PROBE_PREFETCH=BYTES : each decoded block's byte BYTES on prefetched too
-//       (default as isa_simd.h: 4 rows for Q8_0 and the k-quants, else none).
+//       (default as isa_simd.h: 4 rows for Q8_0 and the k-quants, and for Q4_1 /
+//       Q5_0 where the oracle's decode prefetch is "ahead" (ORACLE_PREFETCH, else
+//       Intel's CPUID vendor); else none).
 //   PROBE_UNPACK=old : the bit unpacking isa_simd.h had before issue 30's
 //       k-quant work (Q5_0: pshufb/cmpeq high bits; Q4_K / Q6_K: scalar scales,
 //       16-byte nibble work), to compare; default: the current one.
@@ -30,6 +32,7 @@
 // scalar loop of the canonical order (fmaf, -ffp-contract=off); any mismatch
 // exits 1. Then it prints the best of REPS: G weights/s (decode) or G MAC/s.
 //   gcc -O3 -mavx512f -mavx2 -mfma -mf16c -ffp-contract=off -fopenmp kernel_probe.c -lm
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -397,6 +400,18 @@ static double time_prefill(int type, const uint8_t* w, int64_t rb, const float* 
   return best;
 }
 
+// isa.h decode_prefetch: $ORACLE_PREFETCH (span / ahead), else ahead on Intel (CPUID vendor).
+static int decode_prefetch_ahead(void) {
+  const char* e = getenv("ORACLE_PREFETCH");
+  if (e && !strcmp(e, "ahead")) return 1;
+  if (e && !strcmp(e, "span")) return 0;
+  unsigned a, b, c, d;
+  char v[13] = {0};
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+  memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4);
+  return !strcmp(v, "GenuineIntel");
+}
+
 int main(int argc, char** argv) {
   const char* names[] = {"q4_1", "q8_0", "q5_0", "f32", "q4_k", "q6_k"};
   if (argc < 3) { fprintf(stderr, "usage: kernel_probe q4_1|q8_0|q5_0|f32|q4_k|q6_k decode|prefill [ROWS] [K] [REPS]\n"); return 2; }
@@ -413,8 +428,11 @@ int main(int argc, char** argv) {
   const long chunk = getenv("PROBE_CHUNK") ? atol(getenv("PROBE_CHUNK")) : 0;
   if (rows % 4 || k % kElems[type] || chunk % 4) { fprintf(stderr, "ROWS and PROBE_CHUNK must be multiples of 4, K of the block\n"); return 2; }
   const int64_t rb = (int64_t)k / kElems[type] * kBytes[type];
-  // as isa_simd.h: k-quants' blocks, and Q8_0's besides the span, prefetched one tile (4 rows) ahead
-  if (!getenv("PROBE_PREFETCH") && ((kElems[type] == 256 && !g_old) || type == Q8_0)) g_prefetch = (int)(4 * rb);
+  // as isa_simd.h: k-quants' blocks, and Q8_0's besides the span, prefetched one tile (4 rows) ahead;
+  // the other 32-element blocks too where the oracle's decode prefetch is "ahead" (isa.h: Intel)
+  const int ahead32 = decode_prefetch_ahead();
+  if (!getenv("PROBE_PREFETCH") && ((kElems[type] == 256 && !g_old) || type == Q8_0 || (ahead32 && kElems[type] == 32)))
+    g_prefetch = (int)(4 * rb);
   uint8_t* w = aligned_alloc(64, (size_t)((rows * rb + 63) / 64 * 64));
   fill(type, w, rows * rb);
   float* x = aligned_alloc(64, sizeof(float) * T * k);

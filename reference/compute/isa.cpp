@@ -159,15 +159,19 @@ const Kernels& table(Isa isa) {
 #endif
   return scalar_kernels();
 }
+
+// $ORACLE_PREFETCH is checked with $ORACLE_ISA, so a bad value of either is
+// refused on the caller's thread (tools/main.cpp, qmatmul.cpp), not in a worker.
+const Kernels& choose_kernels() {
+  decode_prefetch();
+  return table(choose_isa(std::getenv("ORACLE_ISA"), cpu_features()));
+}
 }  // namespace
 
 const Kernels& kernels() {
   // Initialised once (a throw leaves it uninitialised: the next call throws
   // again), immutable after: not mutable global state.
-  // $ORACLE_PREFETCH is read here too, so a bad value is refused on the
-  // caller's thread (tools/main.cpp, qmatmul.cpp), not inside a worker.
-  static const Kernels& chosen =
-      (decode_prefetch(), table(choose_isa(std::getenv("ORACLE_ISA"), cpu_features())));
+  static const Kernels& chosen = choose_kernels();
   return chosen;
 }
 
